@@ -1,0 +1,171 @@
+"""A real ``tssd serve`` subprocess per test, and helpers to run ``tss-hsm`` and ``tssctl``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tssd.wire import Client, WireError
+
+BIN = Path(sys.executable).parent
+
+
+def adler32_file(path: Path) -> str:
+    value = 1
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            value = zlib.adler32(chunk, value)
+    return f"{value:08x}"
+
+
+@dataclass
+class Result:
+    args: Sequence[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@dataclass
+class Daemon:
+    home: Path
+    db_url: str
+    extra_env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TSSD_")}
+        env.update(
+            TSSD_HOME=str(self.home),
+            TSSD_DATABASE_URL=self.db_url,
+            TSSD_API_METRICS_TCP="",
+            TSSD_SIM_TIME_SCALE="0.0005",
+            TSSD_SIM_DRIVES="2",
+            TSSD_SCHEDULER_TICK_S="0.2",
+            TSSD_SCHEDULER_SHUTDOWN_GRACE_S="10",
+            TSSD_LOG_FORMAT="json",
+        )
+        env.update(self.extra_env)
+        return env
+
+    @property
+    def socket(self) -> Path:
+        return self.home / "tssd.sock"
+
+    @property
+    def log_path(self) -> Path:
+        return self.home / f"tssd-{self.starts}.log"
+
+    def start(self, timeout: float = 60.0) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.starts += 1
+        log = self.log_path.open("wb")
+        self.proc = subprocess.Popen([str(BIN / "tssd"), "serve"], env=self.env,
+                                     stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"tssd exited {self.proc.returncode}:\n{self.log()}")
+            try:
+                if self.client().call("GET", "/healthz", timeout=2).get("status") == "ok":
+                    return
+            except WireError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"tssd did not become ready:\n{self.log()}")
+
+    def client(self) -> Client:
+        return Client(str(self.socket))
+
+    def log(self) -> str:
+        return "\n".join(p.read_text(errors="replace")[-20000:] for p in
+                         sorted(self.home.glob("tssd-*.log")))  # fmt: skip
+
+    def events(self) -> list[dict[str, Any]]:
+        found = []
+        for path in sorted(self.home.glob("tssd-*.log")):
+            for line in path.read_text(errors="replace").splitlines():
+                if line.startswith("{"):
+                    found.append(json.loads(line))
+        return found
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=timeout)
+        self.proc = None
+        return code
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def run(self, tool: str, *args: str, timeout: float = 120.0,
+            env: dict[str, str] | None = None) -> Result:  # fmt: skip
+        cmd = [str(BIN / tool), *args]
+        proc = subprocess.run(cmd, env=env or self.env, capture_output=True, text=True,
+                              timeout=timeout, check=False)  # fmt: skip
+        return Result(cmd, proc.returncode, proc.stdout, proc.stderr)
+
+    def hsm(self, *args: str, **kw: Any) -> Result:
+        return self.run("tss-hsm", *args, **kw)
+
+    def ctl(self, *args: str, **kw: Any) -> Result:
+        return self.run("tssctl", *args, **kw)
+
+    def wait_for(self, predicate: Any, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"condition not met in {timeout} s\n{self.log()[-5000:]}")
+
+    def mounts(self) -> list[dict[str, Any]]:
+        """Every mount so far, in order, from the daemon's logs (mount.start events)."""
+        return [e for e in self.events() if e.get("event") == "mount.start"]
+
+    def requests(self, **filters: str) -> list[dict[str, Any]]:
+        query = "&".join(f"{k}={v}" for k, v in filters.items())
+        found: list[dict[str, Any]] = []
+        after = 0
+        while True:
+            page = self.client().call("GET", f"/v1/requests?limit=1000&after={after}&{query}")
+            found.extend(page["requests"])
+            if page["next"] is None:
+                return found
+            after = page["next"]
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, db_url: str) -> Iterator[Daemon]:
+    d = Daemon(home=tmp_path / "home", db_url=db_url)
+    try:
+        yield d
+    finally:
+        if d.proc is not None and d.proc.poll() is None:
+            d.stop(signal.SIGKILL)
+
+
+def storage_info(size: int, adler: str | None = None, store: str = "atlas",
+                 group: str = "tape") -> str:  # fmt: skip
+    si = (f"size={size};new=true;stored=false;sClass={store}:{group};cClass=-;hsm=osm;"
+          f"accessLatency=NEARLINE;retentionPolicy=CUSTODIAL;")  # fmt: skip
+    if adler:
+        si += f"flag-c=1:{adler};"
+    return si + f"uid=1000;gid=1000;store={store};group={group};path=/pnfs/test/{size};"
+

@@ -1,0 +1,1 @@
+"""The HTTP API (aiohttp) over the Unix socket and, optionally, TCP."""

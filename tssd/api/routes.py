@@ -1,0 +1,206 @@
+"""Request handlers. Domain errors map to HTTP statuses in one middleware."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from tssd.api.openapi import openapi_document
+from tssd.api.schemas import request_json
+from tssd.db.store import ListFilter
+from tssd.errors import Conflict, InvalidRequest, NotFound, ShuttingDown, TssdError
+from tssd.metrics import CONTENT_TYPE
+from tssd.services import Services
+from tssd.submit import parse_submit
+
+log = structlog.get_logger()
+SERVICES: web.AppKey[Services] = web.AppKey("services", Services)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_STATUS = {InvalidRequest: 400, NotFound: 404, Conflict: 409, ShuttingDown: 503}
+
+
+def error_body(exc: TssdError | Exception, status: int) -> web.Response:
+    exit_code = exc.exit_code if isinstance(exc, TssdError) else 1
+    body = {"error": {"type": type(exc).__name__, "message": str(exc), "exit_code": exit_code}}
+    return web.json_response(body, status=status)
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error_body(InvalidRequest(exc.reason or "bad request"), exc.status)
+    except TssdError as exc:
+        status = next((s for cls, s in _STATUS.items() if isinstance(exc, cls)), 500)
+        if status == 500:
+            log.error("api.error", path=request.path, error=str(exc))
+        return error_body(exc, status)
+
+
+def services(request: web.Request) -> Services:
+    return request.app[SERVICES]
+
+
+async def read_json(request: web.Request) -> Any:
+    try:
+        return await request.json(loads=json.loads)
+    except web.HTTPRequestEntityTooLarge:
+        raise
+    except ValueError as exc:
+        raise InvalidRequest(f"body is not valid JSON: {exc}") from exc
+
+
+def int_param(request: web.Request, name: str, default: int | None = None,
+              *, lo: int = 0, hi: int = 2**62) -> int | None:  # fmt: skip
+    raw = request.query.get(name) if name in request.query else request.match_info.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidRequest(f"{name} must be an integer") from None
+    if not lo <= value <= hi:
+        raise InvalidRequest(f"{name} must be between {lo} and {hi}")
+    return value
+
+
+def request_id(request: web.Request) -> int:
+    value = int_param(request, "id", lo=1)
+    assert value is not None
+    return value
+
+
+def _accepting(svc: Services) -> None:
+    if not svc.accepting:
+        raise ShuttingDown("tssd is shutting down and accepts no new requests")
+
+
+async def submit(request: web.Request) -> web.Response:
+    svc = services(request)
+    _accepting(svc)
+    spec = parse_submit(await read_json(request), svc.settings.scheduler.default_queue)
+    [(created, row)] = await svc.store.submit([spec])
+    if created:
+        log.info("request.submitted", request_id=row.id, kind=row.kind, pnfsid=row.pnfsid,
+                 queue=row.queue)  # fmt: skip
+    body = {"created": created, "request": request_json(row)}
+    return web.json_response(body, status=201 if created else 200)
+
+
+async def submit_bulk(request: web.Request) -> web.Response:
+    svc = services(request)
+    _accepting(svc)
+    body = await read_json(request)
+    entries = body.get("requests") if isinstance(body, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise InvalidRequest("body must be {\"requests\": [...]} with at least one request")
+    if len(entries) > svc.settings.api.max_bulk:
+        raise InvalidRequest(f"at most {svc.settings.api.max_bulk} requests per bulk submit")
+    specs = []
+    for index, entry in enumerate(entries):
+        try:
+            specs.append(parse_submit(entry, svc.settings.scheduler.default_queue))
+        except InvalidRequest as exc:
+            raise InvalidRequest(f"request {index}: {exc}") from exc
+    results = await svc.store.submit(specs)
+    created = sum(1 for c, _ in results if c)
+    log.info("request.bulk_submitted", count=len(specs), created=created)
+    return web.json_response(
+        {"results": [{"created": c, "request": request_json(r)} for c, r in results]}
+    )
+
+
+async def get_request(request: web.Request) -> web.Response:
+    row = await services(request).store.get(request_id(request))
+    return web.json_response({"request": request_json(row)})
+
+
+async def wait_request(request: web.Request) -> web.Response:
+    svc = services(request)
+    timeout = float(int_param(request, "timeout", 30, hi=86400) or 0)
+    timeout = min(timeout, svc.settings.api.max_wait_s)
+    row, finished = await svc.store.wait(request_id(request), timeout)
+    return web.json_response({"request": request_json(row), "finished": finished})
+
+
+async def cancel_request(request: web.Request) -> web.Response:
+    row = await services(request).store.cancel(request_id(request))
+    log.info("request.cancelled", request_id=row.id, pnfsid=row.pnfsid)
+    return web.json_response({"request": request_json(row)})
+
+
+async def retry_request(request: web.Request) -> web.Response:
+    row = await services(request).store.retry(request_id(request))
+    log.info("request.retried", request_id=row.id, pnfsid=row.pnfsid)
+    return web.json_response({"request": request_json(row)})
+
+
+async def list_requests(request: web.Request) -> web.Response:
+    q = request.query
+    flt = ListFilter(
+        state=q.get("state") or None, kind=q.get("kind") or None, queue=q.get("queue") or None,
+        volume=q.get("volume") or None,
+        pnfsid=q["pnfsid"].upper() if q.get("pnfsid") else None,
+        limit=int_param(request, "limit", 100, lo=1, hi=1000) or 100,
+        after=int_param(request, "after", None),
+    )  # fmt: skip
+    rows = await services(request).store.list(flt)
+    nxt = rows[-1].id if len(rows) == flt.limit else None
+    return web.json_response({"requests": [request_json(r) for r in rows], "next": nxt})
+
+
+async def query_requests(request: web.Request) -> web.Response:
+    body = await read_json(request)
+    ids = body.get("ids") if isinstance(body, dict) else None
+    if not isinstance(ids, list) or len(ids) > 100_000:
+        raise InvalidRequest("body must be {\"ids\": [...]} with at most 100000 ids")
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise InvalidRequest("ids must be integers")
+    result = await services(request).store.query(ids)
+    result["failed"] = [request_json(r) for r in result["failed"]]
+    return web.json_response(result)
+
+
+async def status(request: web.Request) -> web.Response:
+    return web.json_response(await services(request).status())
+
+
+async def healthz(request: web.Request) -> web.Response:
+    ok = services(request).accepting
+    return web.json_response({"status": "ok" if ok else "stopping"}, status=200 if ok else 503)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    body = services(request).metrics.exposition()
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return web.json_response(openapi_document())
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/requests", submit)
+    app.router.add_post("/v1/requests/bulk", submit_bulk)
+    app.router.add_post("/v1/requests/query", query_requests)
+    app.router.add_get("/v1/requests", list_requests)
+    app.router.add_get("/v1/requests/{id}", get_request)
+    app.router.add_get("/v1/requests/{id}/wait", wait_request)
+    app.router.add_post("/v1/requests/{id}/cancel", cancel_request)
+    app.router.add_post("/v1/requests/{id}/retry", retry_request)
+    app.router.add_get("/v1/status", status)
+    add_probe_routes(app)
+    app.router.add_get("/openapi.json", openapi)
+
+
+def add_probe_routes(app: web.Application) -> None:
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)

@@ -1,0 +1,178 @@
+"""The tape backend interface.
+
+A backend is the only part of tssd that talks to tape hardware or to a tape manager
+(IBM Spectrum Protect, a SCSI library). The scheduler decides *what* to do and in which
+order; the backend does it and reports what happened.
+
+Contract for every implementation:
+
+* Methods are coroutines and may be called concurrently for *different* drives; calls
+  for one drive are never concurrent (the scheduler serialises them).
+* A volume is mounted in at most one drive: :meth:`mount` of a volume that is in another
+  drive raises :class:`~tssd.errors.TransientBackendError`.
+* Errors are :class:`~tssd.errors.TransientBackendError` (retrying later may succeed) or
+  :class:`~tssd.errors.PermanentBackendError` (it will not); drivers' own exceptions are
+  translated at this boundary with ``raise ... from exc``. Local disk errors while writing
+  a recalled file or reading a file to migrate are :class:`~tssd.errors.DataError`
+  subclasses, raised by the :class:`Sink` / :class:`Source` and passed through.
+* Retrying is the caller's job (:mod:`tssd.retry`), never the backend's.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, Self
+
+
+@dataclass(frozen=True, slots=True)
+class TapeCopy:
+    """One copy of an object on tape, as the backend's catalog knows it."""
+
+    pnfsid: str
+    bfid: str
+    volume: str
+    #: Restore order on the volume (file sequence number): sort ascending to read.
+    position: int
+    size: int
+    adler32: str | None
+    storage_class: str | None
+    written_at: datetime
+    #: Bytes written on the volume before this copy (drives the locate model).
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DriveInfo:
+    name: str
+    #: Volume currently loaded, or None.
+    volume: str | None
+    online: bool = True
+
+
+class Sink(Protocol):
+    """Where recalled bytes go: a file on pool disk, or a byte counter in simulation."""
+
+    async def write(self, data: bytes) -> None:
+        """Append *data*. Raises :class:`~tssd.errors.DataError` on local disk errors."""
+
+    async def commit(self) -> tuple[int, str]:
+        """Make the data visible at its final place; return (bytes, adler32 hex)."""
+
+    async def abort(self) -> None:
+        """Discard what was written; leaves nothing half-written behind."""
+
+
+class Source(Protocol):
+    """Where bytes to migrate come from."""
+
+    size: int
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The object's bytes. Raises :class:`~tssd.errors.SourceUnreadable`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReadItem:
+    copy: TapeCopy
+    sink: Sink
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """What happened to one :class:`ReadItem`: ``error`` is None on success."""
+
+    item: ReadItem
+    nbytes: int = 0
+    adler32: str | None = None
+    locate_s: float = 0.0
+    transfer_s: float = 0.0
+    error: Exception | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteItem:
+    pnfsid: str
+    storage_class: str
+    source: Source
+    #: adler32 expected by the client (flag-c), verified against the bytes read.
+    adler32: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    item: WriteItem
+    copy: TapeCopy | None = None
+    transfer_s: float = 0.0
+    error: Exception | None = None
+
+
+class TapeBackend(abc.ABC):
+    """A tape library and its catalog. Use as ``async with backend:``."""
+
+    name: str = "abstract"
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:  # noqa: B027 - optional hook
+        """Connect to the library. Raises TransientBackendError if it is unreachable."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections. Never raises."""
+
+    @abc.abstractmethod
+    async def drives(self) -> list[DriveInfo]:
+        """Every drive this backend may use, with the volume it holds."""
+
+    @abc.abstractmethod
+    async def locate(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
+        """Every tape copy of each pnfsid; pnfsids without copies are absent from the map."""
+
+    @abc.abstractmethod
+    async def mount(self, drive: str, volume: str) -> None:
+        """Bring *volume* into *drive* (dismounting what is there). Returns when ready.
+
+        Raises TransientBackendError if the volume is busy in another drive or the robot
+        fails, PermanentBackendError if the volume does not exist.
+        """
+
+    @abc.abstractmethod
+    async def dismount(self, drive: str) -> None:
+        """Rewind, unload and put away the volume in *drive*; no-op when empty."""
+
+    @abc.abstractmethod
+    def read(self, drive: str, items: Sequence[ReadItem]) -> AsyncIterator[ReadResult]:
+        """Read *items* from the volume mounted in *drive*, in the order given.
+
+        Yields one result per item as it completes. A failure of one item (checksum
+        mismatch, object missing, sink error) is reported in its result and the next item
+        is read; an error that breaks the session (drive failure) is raised.
+        """
+
+    @abc.abstractmethod
+    async def writable_volume(self, storage_class: str, size: int) -> str:
+        """The volume that the next *size* bytes of *storage_class* should go to.
+
+        Opens a scratch volume when no filling one has room. Raises
+        PermanentBackendError when the library has no room left.
+        """
+
+    @abc.abstractmethod
+    def write(self, drive: str, items: Sequence[WriteItem]) -> AsyncIterator[WriteResult]:
+        """Append *items* to the volume mounted in *drive*, yielding one result each.
+
+        An item already on tape with the same size and checksum is not written again:
+        its existing copy is returned (migration is idempotent).
+        """
+
+    @abc.abstractmethod
+    async def remove(self, bfid: str) -> None:
+        """Delete one copy from the catalog. Raises ObjectNotFound if there is none."""

@@ -1,0 +1,209 @@
+"""The simulated library's catalog: tables ``sim_tapes`` and ``sim_objects``.
+
+It plays the part of the IBM SP server database. Database errors are translated into
+:class:`~tssd.errors.TransientBackendError` here, as a real backend would report a server
+it cannot reach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from tssd.backends.base import TapeCopy
+from tssd.db.models import SimObject, SimTape
+from tssd.errors import PermanentBackendError, TransientBackendError
+
+#: Bound parameters per IN list: far below SQLite's and PostgreSQL's limits.
+IN_CHUNK = 500
+
+#: IBM SP "communication failure": the catalog database did not answer.
+RC_COMM_FAILURE = -50
+
+
+def volume_name(index: int, suffix: str) -> str:
+    """Six-character volume serial plus the media suffix (``SIM000L9``)."""
+    serial = f"SIM{index:03d}" if index < 1000 else f"S{index:05d}"
+    return serial + suffix
+
+
+def normalize_adler32(value: str | None) -> str | None:
+    """dCache may drop leading zeros or use upper case; compare canonical forms."""
+    if value is None:
+        return None
+    try:
+        return f"{int(value, 16):08x}"
+    except ValueError:
+        return value.strip().lower()
+
+
+def _aware(value: datetime) -> datetime:
+    # SQLite hands back naive datetimes even for timezone-aware columns; they are UTC.
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def to_copy(obj: SimObject) -> TapeCopy:
+    return TapeCopy(
+        pnfsid=obj.pnfsid,
+        bfid=obj.bfid,
+        volume=obj.volume,
+        position=obj.seq,
+        size=obj.size,
+        adler32=obj.adler32,
+        storage_class=obj.storage_class,
+        written_at=_aware(obj.written_at),
+        offset=obj.offset,
+    )
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class Catalog:
+    def __init__(self, sessions: async_sessionmaker[Any]) -> None:
+        self._sessions = sessions
+
+    @asynccontextmanager
+    async def _session(self) -> AsyncIterator[AsyncSession]:
+        try:
+            async with self._sessions() as session:
+                yield session
+        except SQLAlchemyError as exc:
+            raise TransientBackendError(
+                f"simulated catalog unavailable: {exc}", code=RC_COMM_FAILURE
+            ) from exc
+
+    async def ensure_tapes(self, count: int, capacity: int, suffix: str) -> int:
+        """Create *count* scratch cartridges unless the library has some; return how many."""
+        async with self._session() as session, session.begin():
+            existing = await session.scalar(select(func.count()).select_from(SimTape))
+            if existing:
+                return int(existing)
+            session.add_all(
+                SimTape(volume=volume_name(i, suffix), capacity=capacity) for i in range(count)
+            )
+        return count
+
+    async def tape(self, volume: str) -> SimTape | None:
+        async with self._session() as session:
+            return await session.get(SimTape, volume)
+
+    async def object(self, bfid: str) -> SimObject | None:
+        async with self._session() as session:
+            return await session.get(SimObject, bfid)
+
+    async def copies(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
+        found: dict[str, list[TapeCopy]] = {}
+        unique = list(dict.fromkeys(pnfsids))
+        async with self._session() as session:
+            for chunk in _chunks(unique, IN_CHUNK):
+                rows = await session.scalars(
+                    select(SimObject)
+                    .where(SimObject.pnfsid.in_(chunk))
+                    .order_by(SimObject.written_at, SimObject.bfid)
+                )
+                for obj in rows:
+                    found.setdefault(obj.pnfsid, []).append(to_copy(obj))
+        return found
+
+    async def find_copy(self, pnfsid: str, size: int, adler32: str) -> TapeCopy | None:
+        """An existing copy with these bytes: what makes migration idempotent."""
+        async with self._session() as session:
+            rows = await session.scalars(
+                select(SimObject).where(SimObject.pnfsid == pnfsid, SimObject.size == size)
+            )
+            for obj in rows:
+                if normalize_adler32(obj.adler32) == adler32:
+                    return to_copy(obj)
+        return None
+
+    async def allocate(self, storage_class: str, size: int) -> str:
+        """A filling tape of *storage_class* with room, else a scratch tape assigned to it."""
+        async with self._session() as session, session.begin():
+            filling = await session.scalar(
+                select(SimTape)
+                .where(
+                    SimTape.storage_class == storage_class,
+                    SimTape.full.is_(False),
+                    SimTape.capacity - SimTape.used >= size,
+                )
+                .order_by(SimTape.used.desc(), SimTape.volume)
+                .limit(1)
+            )
+            if filling is not None:
+                return filling.volume
+            scratch = await session.scalar(
+                select(SimTape)
+                .where(
+                    SimTape.storage_class.is_(None),
+                    SimTape.used == 0,
+                    SimTape.capacity >= size,
+                )
+                .order_by(SimTape.volume)
+                .limit(1)
+            )
+            if scratch is None:
+                raise PermanentBackendError(
+                    f"library full: no tape has {size} bytes free for {storage_class}"
+                )
+            scratch.storage_class = storage_class
+            return scratch.volume
+
+    async def record(
+        self,
+        volume: str,
+        *,
+        bfid: str,
+        pnfsid: str,
+        storage_class: str,
+        size: int,
+        adler32: str,
+        written_at: datetime,
+    ) -> TapeCopy:
+        """Append one object to *volume* and advance the tape, in one transaction."""
+        async with self._session() as session, session.begin():
+            tape = await session.get(SimTape, volume, with_for_update=True)
+            if tape is None:
+                raise PermanentBackendError(f"volume {volume} does not exist")
+            check_room(tape, storage_class, size)
+            obj = SimObject(
+                bfid=bfid,
+                pnfsid=pnfsid,
+                volume=volume,
+                seq=tape.next_seq,
+                offset=tape.used,
+                size=size,
+                adler32=adler32,
+                storage_class=storage_class,
+                written_at=written_at,
+                has_data=True,
+            )
+            session.add(obj)
+            tape.storage_class = storage_class
+            tape.next_seq += 1
+            tape.used += size
+            tape.full = tape.used >= tape.capacity
+            return to_copy(obj)
+
+    async def delete(self, bfid: str) -> bool:
+        async with self._session() as session, session.begin():
+            result = await session.execute(delete(SimObject).where(SimObject.bfid == bfid))
+            return bool(getattr(result, "rowcount", 0))
+
+
+def check_room(tape: SimTape, storage_class: str, size: int) -> None:
+    """Refuse an append the tape cannot take; another volume may, so it is transient."""
+    if tape.storage_class not in (None, storage_class):
+        raise TransientBackendError(
+            f"volume {tape.volume} holds storage class {tape.storage_class}, not {storage_class}"
+        )
+    if tape.full or tape.used + size > tape.capacity:
+        raise TransientBackendError(f"volume {tape.volume} has no room for {size} bytes")

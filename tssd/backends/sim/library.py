@@ -1,0 +1,421 @@
+"""The simulated tape library: drives, a robot, cartridges and an IBM SP-like catalog.
+
+Catalog and fill state live in the tssd database (:mod:`.catalog`); object bytes live in
+``data_dir/objects/<bfid>``. Drive and robot state is kept in memory only: after a
+restart every drive is empty, which is what a library reset looks like.
+
+Every hardware delay goes through ``clock.sleep(seconds * time_scale)``, so the same code
+runs in real time (``tssd serve``), compressed time (tests, demos) or virtual time
+(``tssd simulate``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+import zlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from tssd.backends.base import (
+    DriveInfo,
+    ReadItem,
+    ReadResult,
+    Sink,
+    TapeBackend,
+    TapeCopy,
+    WriteItem,
+    WriteResult,
+)
+from tssd.backends.sim.catalog import Catalog, check_room, normalize_adler32
+from tssd.backends.sim.profiles import Profile, get_profile
+from tssd.clock import Clock
+from tssd.config import SimSettings
+from tssd.db.models import SimObject
+from tssd.errors import (
+    ChecksumMismatch,
+    DataError,
+    NoSpace,
+    ObjectNotFound,
+    PermanentBackendError,
+    SourceUnreadable,
+    TransientBackendError,
+)
+from tssd.files import CHUNK_SIZE, FileSink, FileSource, adler32_hex
+
+log = structlog.get_logger()
+
+# IBM SP return codes the simulator reports (reference.md section 3).
+RC_DATA_UNAVAILABLE = 14
+RC_MOUNT_NOT_POSSIBLE = 12
+RC_WAIT_FOR_SPACE = 26
+
+
+@dataclass(slots=True)
+class _Drive:
+    name: str
+    volume: str | None = None
+    capacity: int = 0
+    #: Byte offset of the head on the loaded volume.
+    head: int = 0
+
+
+def filler_chunks(pnfsid: str, size: int) -> AsyncIterator[bytes]:
+    """Deterministic stand-in bytes for catalog imports that carry no data."""
+    pattern = hashlib.sha256(pnfsid.encode()).digest()
+    block = pattern * (CHUNK_SIZE // len(pattern))
+
+    async def generate() -> AsyncIterator[bytes]:
+        remaining = size
+        while remaining > 0:
+            n = min(remaining, CHUNK_SIZE)
+            yield block if n == CHUNK_SIZE else block[:n]
+            remaining -= n
+
+    return generate()
+
+
+class SimLibrary(TapeBackend):
+    name = "sim"
+
+    def __init__(
+        self,
+        settings: SimSettings,
+        sessions: async_sessionmaker[Any],
+        clock: Clock,
+        data_dir: Path,
+        *,
+        time_scale: float,
+        robot_arms: int = 1,
+    ) -> None:
+        self.profile: Profile = get_profile(settings.profile)
+        self._settings = settings
+        self._catalog = Catalog(sessions)
+        self._clock = clock
+        self._data_dir = Path(data_dir)
+        self._objects = self._data_dir / "objects"
+        self._scale = time_scale
+        self._capacity = (
+            settings.tape_capacity if settings.tape_capacity > 0 else self.profile.capacity_bytes
+        )
+        self._drives = {f"drive{i}": _Drive(f"drive{i}") for i in range(settings.drives)}
+        # Volume -> drive for every cartridge in a drive or on its way in or out: set
+        # before the first await of a mount so two drives can never claim one volume.
+        self._claims: dict[str, str] = {}
+        self._robot = asyncio.Semaphore(robot_arms)
+        self._alloc = asyncio.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def open(self) -> None:
+        self._objects.mkdir(parents=True, exist_ok=True)
+        tapes = await self._catalog.ensure_tapes(
+            self._settings.tapes, self._capacity, self.profile.volume_suffix
+        )
+        log.info(
+            "sim.library.open",
+            profile=self.profile.name,
+            drives=len(self._drives),
+            tapes=tapes,
+            data_dir=str(self._data_dir),
+        )
+
+    async def drives(self) -> list[DriveInfo]:
+        return [DriveInfo(name=d.name, volume=d.volume) for d in self._drives.values()]
+
+    async def locate(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
+        return await self._catalog.copies(pnfsids)
+
+    # -- robot -------------------------------------------------------------------------
+
+    async def _delay(self, seconds: float) -> float:
+        scaled = seconds * self._scale
+        await self._clock.sleep(scaled)
+        return scaled
+
+    def _drive(self, name: str) -> _Drive:
+        try:
+            return self._drives[name]
+        except KeyError:
+            raise PermanentBackendError(f"no drive {name} in the simulated library") from None
+
+    async def mount(self, drive: str, volume: str) -> None:
+        state = self._drive(drive)
+        if state.volume == volume:
+            return
+        tape = await self._catalog.tape(volume)
+        if tape is None:
+            raise PermanentBackendError(f"volume {volume} is not in the library")
+        holder = self._claims.get(volume)
+        if holder is not None and holder != drive:
+            raise TransientBackendError(
+                f"volume {volume} is in use in {holder}", code=RC_MOUNT_NOT_POSSIBLE
+            )
+        self._claims[volume] = drive
+        started = self._clock.now()
+        try:
+            await self.dismount(drive)
+            async with self._robot:
+                await self._delay(self.profile.robot_s)
+            await self._delay(self.profile.load_s)
+        except BaseException:
+            self._claims.pop(volume, None)
+            raise
+        state.volume, state.capacity, state.head = volume, tape.capacity, 0
+        log.info("sim.mount.ready", drive=drive, volume=volume, seconds=self._clock.now() - started)
+
+    async def dismount(self, drive: str) -> None:
+        state = self._drive(drive)
+        volume = state.volume
+        if volume is None:
+            return
+        started = self._clock.now()
+        try:
+            await self._delay(self.profile.rewind_s(state.head, state.capacity))
+            state.head = 0
+            await self._delay(self.profile.unload_s)
+            async with self._robot:
+                await self._delay(self.profile.robot_s)
+        finally:
+            # Once unloading has begun the cartridge is out of the drive, whatever happens.
+            state.volume, state.capacity, state.head = None, 0, 0
+            self._claims.pop(volume, None)
+        log.info(
+            "sim.dismount.done", drive=drive, volume=volume, seconds=self._clock.now() - started
+        )
+
+    def _loaded(self, drive: str, volumes: set[str]) -> _Drive:
+        state = self._drive(drive)
+        if state.volume is None:
+            raise TransientBackendError(f"no volume in {drive}", code=RC_DATA_UNAVAILABLE)
+        wrong = volumes - {state.volume}
+        if wrong:
+            raise TransientBackendError(
+                f"{drive} holds {state.volume}, not {', '.join(sorted(wrong))}",
+                code=RC_DATA_UNAVAILABLE,
+            )
+        return state
+
+    # -- read --------------------------------------------------------------------------
+
+    async def read(self, drive: str, items: Sequence[ReadItem]) -> AsyncIterator[ReadResult]:
+        state = self._loaded(drive, {item.copy.volume for item in items})
+        for item in items:
+            yield await self._read_one(drive, state, item)
+
+    async def _read_one(self, drive: str, state: _Drive, item: ReadItem) -> ReadResult:
+        try:
+            return await self._read_guarded(drive, state, item)
+        except BaseException:
+            # Session-breaking errors and cancellation: still leave nothing half-written.
+            await item.sink.abort()
+            raise
+
+    async def _read_guarded(self, drive: str, state: _Drive, item: ReadItem) -> ReadResult:
+        obj = await self._catalog.object(item.copy.bfid)
+        if obj is None or obj.volume != state.volume:
+            await item.sink.abort()
+            err = ObjectNotFound(f"no object {item.copy.bfid} on {state.volume}")
+            return self._read_failed(drive, item, err)
+        locate_s = await self._delay(self.profile.locate_s(state.head, obj.offset, state.capacity))
+        await self._delay(self.profile.per_file_s)
+        transfer_s = await self._delay(self.profile.transfer_s(obj.size))
+        state.head = obj.offset + obj.size
+        try:
+            nbytes, adler = await self._deliver(obj, item.sink)
+        except (DataError, PermanentBackendError) as exc:
+            return self._read_failed(drive, item, exc, locate_s, transfer_s)
+        log.debug(
+            "sim.read.file", drive=drive, volume=state.volume, pnfsid=obj.pnfsid, nbytes=nbytes
+        )
+        return ReadResult(item, nbytes, adler, locate_s=locate_s, transfer_s=transfer_s)
+
+    async def _deliver(self, obj: SimObject, sink: Sink) -> tuple[int, str]:
+        """Stream, verify and commit one object; the sink is aborted on any failure."""
+        committed = False
+        try:
+            actual = await self._copy_out(obj, sink)
+            expected = normalize_adler32(obj.adler32) if obj.has_data else None
+            if expected is not None and actual != expected:
+                raise ChecksumMismatch(
+                    f"{obj.pnfsid} on {obj.volume}: read adler32 {actual}, catalog {expected}"
+                )
+            result = await sink.commit()
+            committed = True
+            return result
+        finally:
+            if not committed:
+                await sink.abort()
+
+    def _read_failed(
+        self,
+        drive: str,
+        item: ReadItem,
+        error: Exception,
+        locate_s: float = 0.0,
+        transfer_s: float = 0.0,
+    ) -> ReadResult:
+        log.warning(
+            "sim.read.failed",
+            drive=drive,
+            volume=item.copy.volume,
+            pnfsid=item.copy.pnfsid,
+            error=str(error),
+            error_type=type(error).__name__,
+        )
+        return ReadResult(item, locate_s=locate_s, transfer_s=transfer_s, error=error)
+
+    async def _copy_out(self, obj: SimObject, sink: Sink) -> str | None:
+        """Stream the object into *sink*; return its adler32 when it has real bytes.
+
+        Imported objects have no bytes and their catalog checksum describes data we do
+        not hold, so they are streamed as filler and not verified.
+        """
+        if obj.has_data:
+            source = FileSource(self._objects / obj.bfid, obj.size).chunks()
+        else:
+            source = filler_chunks(obj.pnfsid, obj.size)
+        adler = zlib.adler32(b"")
+        try:
+            async for data in source:
+                if obj.has_data:
+                    adler = zlib.adler32(data, adler)
+                await sink.write(data)
+                # A sink that never suspends (CountingSink) must not starve the loop.
+                await asyncio.sleep(0)
+        except SourceUnreadable as exc:
+            # The library's own store is the "tape": losing it is a media error.
+            raise PermanentBackendError(f"media error reading {obj.bfid}: {exc}") from exc
+        return adler32_hex(adler) if obj.has_data else None
+
+    # -- write -------------------------------------------------------------------------
+
+    async def writable_volume(self, storage_class: str, size: int) -> str:
+        async with self._alloc:
+            return await self._catalog.allocate(storage_class, size)
+
+    async def write(self, drive: str, items: Sequence[WriteItem]) -> AsyncIterator[WriteResult]:
+        state = self._loaded(drive, set())
+        for item in items:
+            yield await self._write_one(drive, state, item)
+
+    async def _write_one(self, drive: str, state: _Drive, item: WriteItem) -> WriteResult:
+        expected = normalize_adler32(item.adler32)
+        size = item.source.size
+        if expected is not None:
+            existing = await self._catalog.find_copy(item.pnfsid, size, expected)
+            if existing is not None:
+                return self._already_on_tape(drive, item, existing)
+        volume = state.volume
+        assert volume is not None  # checked by _loaded; no await has run since
+        try:
+            await self._check_room(volume, item.storage_class, size)
+            bfid = uuid.uuid4().hex
+            nbytes, adler = await self._copy_in(item, bfid)
+        except (DataError, PermanentBackendError, TransientBackendError) as exc:
+            return self._write_failed(drive, item, exc)
+        if expected is not None and adler != expected:
+            await self._discard(bfid)
+            err = ChecksumMismatch(f"{item.pnfsid}: source adler32 {adler}, expected {expected}")
+            return self._write_failed(drive, item, err)
+        existing = await self._catalog.find_copy(item.pnfsid, nbytes, adler)
+        if existing is not None:
+            await self._discard(bfid)
+            return self._already_on_tape(drive, item, existing)
+        await self._delay(self.profile.per_file_s)
+        transfer_s = await self._delay(self.profile.transfer_s(nbytes))
+        try:
+            copy = await self._record(volume, item, bfid, nbytes, adler)
+        except (PermanentBackendError, TransientBackendError) as exc:
+            await self._discard(bfid)
+            return self._write_failed(drive, item, exc)
+        state.head = copy.offset + nbytes
+        log.debug(
+            "sim.write.file",
+            drive=drive,
+            volume=volume,
+            pnfsid=item.pnfsid,
+            bfid=bfid,
+            seq=copy.position,
+            nbytes=nbytes,
+        )
+        return WriteResult(item, copy=copy, transfer_s=transfer_s)
+
+    async def _check_room(self, volume: str, storage_class: str, size: int) -> None:
+        tape = await self._catalog.tape(volume)
+        if tape is None:
+            raise PermanentBackendError(f"volume {volume} is not in the library")
+        check_room(tape, storage_class, size)
+
+    async def _copy_in(self, item: WriteItem, bfid: str) -> tuple[int, str]:
+        sink = FileSink(self._objects / bfid)
+        try:
+            async for data in item.source.chunks():
+                await sink.write(data)
+            if sink.nbytes != item.source.size:
+                raise SourceUnreadable(
+                    f"{item.pnfsid}: read {sink.nbytes} bytes, expected {item.source.size}"
+                )
+            return await sink.commit()
+        except SourceUnreadable:
+            raise
+        except NoSpace as exc:
+            raise TransientBackendError(
+                f"simulated library store is full: {exc}", code=RC_WAIT_FOR_SPACE
+            ) from exc
+        except DataError as exc:
+            # Our own store failing is the "tape" failing: another volume may do.
+            raise TransientBackendError(f"simulated media write error: {exc}") from exc
+        finally:
+            await sink.abort()
+
+    async def _record(
+        self, volume: str, item: WriteItem, bfid: str, nbytes: int, adler: str
+    ) -> TapeCopy:
+        async with self._alloc:
+            return await self._catalog.record(
+                volume,
+                bfid=bfid,
+                pnfsid=item.pnfsid,
+                storage_class=item.storage_class,
+                size=nbytes,
+                adler32=adler,
+                written_at=self._clock.wall(),
+            )
+
+    def _already_on_tape(self, drive: str, item: WriteItem, copy: TapeCopy) -> WriteResult:
+        log.info(
+            "sim.write.exists",
+            drive=drive,
+            volume=copy.volume,
+            pnfsid=item.pnfsid,
+            bfid=copy.bfid,
+        )
+        return WriteResult(item, copy=copy)
+
+    def _write_failed(self, drive: str, item: WriteItem, error: Exception) -> WriteResult:
+        log.warning(
+            "sim.write.failed",
+            drive=drive,
+            pnfsid=item.pnfsid,
+            error=str(error),
+            error_type=type(error).__name__,
+        )
+        return WriteResult(item, error=error)
+
+    async def _discard(self, bfid: str) -> None:
+        await asyncio.to_thread((self._objects / bfid).unlink, missing_ok=True)
+
+    # -- remove ------------------------------------------------------------------------
+
+    async def remove(self, bfid: str) -> None:
+        if not await self._catalog.delete(bfid):
+            raise ObjectNotFound(f"no object {bfid} in the simulated library")
+        await self._discard(bfid)
+        log.info("sim.remove.done", bfid=bfid)

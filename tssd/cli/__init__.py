@@ -1,0 +1,1 @@
+"""Command-line entry points: ``tssd`` (daemon and admin) and ``tssctl`` (operator CLI)."""

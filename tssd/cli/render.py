@@ -1,0 +1,286 @@
+"""Text formatting for tssctl: sizes, durations, timestamps, tables and progress lines.
+
+Sizes use SI units (1 MB = 10^6 bytes) like the rest of tssd (contracts section 4), so
+that figures in tssctl, the metrics and simulation reports can be compared directly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+_UNITS = ("B", "kB", "MB", "GB", "TB", "PB", "EB")
+NONE = "-"
+
+
+def human_size(size: float | None) -> str:
+    if size is None:
+        return NONE
+    value = float(size)
+    for unit in _UNITS:
+        if abs(value) < 1000 or unit == _UNITS[-1]:
+            break
+        value /= 1000
+    if unit == "B":
+        return f"{int(value)} B"
+    return f"{value:.1f} {unit}"
+
+
+def human_rate(bytes_per_s: float | None) -> str:
+    return NONE if bytes_per_s is None else f"{human_size(bytes_per_s)}/s"
+
+
+def human_duration(seconds: float | None) -> str:
+    """Two most significant units: an operator reads "3h 12m", not "11520s"."""
+    if seconds is None:
+        return NONE
+    total = max(0, round(seconds))
+    if total < 60:
+        return f"{total}s"
+    parts: list[str] = []
+    for unit, width in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        amount, total = divmod(total, width)
+        if amount or parts:
+            parts.append(f"{amount}{unit}")
+    return " ".join(parts[:2])
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    # A naive timestamp from the API is UTC: the daemon never speaks local time.
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def age(value: Any, now: datetime | None = None) -> str:
+    when = parse_time(value)
+    if when is None:
+        return NONE
+    return human_duration(((now or datetime.now(UTC)) - when).total_seconds())
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return NONE
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Iterable[int] = ()) -> str:
+    """Plain aligned columns; ``right`` lists the (numeric) columns to right-align."""
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    align = set(right)
+    lines = []
+    for row in [list(headers), *cells]:
+        padded = [
+            c.rjust(w) if i in align else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(padded).rstrip())
+    return "\n".join(lines)
+
+
+def key_values(pairs: Iterable[tuple[str, Any]]) -> str:
+    items = [(k, cell(v)) for k, v in pairs]
+    width = max((len(k) for k, _ in items), default=0)
+    return "\n".join(f"{k + ':':<{width + 1}} {v}" for k, v in items)
+
+
+@dataclass
+class Progress:
+    """Rate and ETA of a batch, from successive (files done, bytes done) samples.
+
+    The rate is taken over a sliding window so that it follows the current pace of the
+    drives rather than the average since the start (which includes the first mounts).
+    """
+
+    files_total: int
+    bytes_total: int = 0
+    window_s: float = 60.0
+    started: float = field(default_factory=time.monotonic)
+    files_done: int = 0
+    bytes_done: int = 0
+    _samples: deque[tuple[float, int, int]] = field(default_factory=deque)
+
+    def update(self, files_done: int, bytes_done: int, bytes_total: int, now: float) -> None:
+        self.files_done, self.bytes_done, self.bytes_total = files_done, bytes_done, bytes_total
+        self._samples.append((now, files_done, bytes_done))
+        while len(self._samples) > 2 and now - self._samples[0][0] > self.window_s:
+            self._samples.popleft()
+
+    def rates(self) -> tuple[float | None, float | None]:
+        """(files/s, bytes/s) over the window; None until two samples exist."""
+        if len(self._samples) < 2:
+            return None, None
+        t0, f0, b0 = self._samples[0]
+        t1, f1, b1 = self._samples[-1]
+        if t1 <= t0:
+            return None, None
+        return (f1 - f0) / (t1 - t0), (b1 - b0) / (t1 - t0)
+
+    def eta(self) -> float | None:
+        file_rate, byte_rate = self.rates()
+        if self.files_done >= self.files_total:
+            return 0.0
+        # Bytes predict better than files when sizes vary, but recall sizes may be unknown.
+        if byte_rate and self.bytes_total > self.bytes_done:
+            return (self.bytes_total - self.bytes_done) / byte_rate
+        if file_rate:
+            return (self.files_total - self.files_done) / file_rate
+        return None
+
+    def line(self, failed: int = 0) -> str:
+        _, byte_rate = self.rates()
+        pct = 100.0 * self.files_done / self.files_total if self.files_total else 100.0
+        text = (
+            f"files {self.files_done}/{self.files_total} ({pct:.1f}%)"
+            f"  bytes {human_size(self.bytes_done)}/{human_size(self.bytes_total)}"
+            f"  rate {human_rate(byte_rate)}  ETA {human_duration(self.eta())}"
+        )
+        return text + (f"  failed {failed}" if failed else "")
+
+
+class ProgressLine:
+    """One rewritten line on a terminal; a line every few seconds into a log or pipe."""
+
+    def __init__(self, stream: TextIO, every_s: float = 5.0) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.every_s = every_s
+        self.last = -every_s
+
+    def show(self, text: str, now: float, final: bool = False) -> None:
+        if self.tty:
+            self.stream.write(f"\r{text}\x1b[K" + ("\n" if final else ""))
+        elif final or now - self.last >= self.every_s:
+            self.stream.write(text + "\n")
+            self.last = now
+        self.stream.flush()
+
+
+# --- API objects ---------------------------------------------------------------------
+
+STATES = ("queued", "active", "done", "failed", "cancelled")
+
+
+def status(data: dict[str, Any]) -> str:
+    accepting = "accepting requests" if data.get("accepting", True) else "NOT accepting requests"
+    head = (
+        f"tssd {data.get('version', '?')}  up {human_duration(data.get('uptime_s'))}"
+        f"  backend {data.get('backend', '?')}  database {data.get('database', '?')}"
+        f"  {accepting}"
+    )
+    throughput = data.get("throughput") or {}
+    last_minute = throughput.get("bytes_last_minute")
+    rate = human_rate(last_minute / 60 if last_minute is not None else None)
+    return "\n\n".join(
+        [
+            head,
+            _counts_table(data.get("counts") or {}),
+            _queues_table(data.get("queues") or []),
+            _drives_table(data.get("drives") or []),
+            f"throughput {rate} ({human_size(last_minute)} in the last minute)",
+        ]
+    )
+
+
+def _counts_table(counts: dict[str, dict[str, int]]) -> str:
+    rows = [[kind, *(by_state.get(s, 0) for s in STATES)] for kind, by_state in counts.items()]
+    return table(["REQUESTS", *(s.upper() for s in STATES)], rows, range(1, 6))
+
+
+def _queues_table(queues: list[dict[str, Any]]) -> str:
+    rows = [
+        [
+            q["name"],
+            q.get("priority"),
+            q.get("max_drives") or "any",
+            q.get("paused"),
+            q.get("queued", 0),
+            q.get("active", 0),
+        ]
+        for q in queues
+    ]
+    headers = ["QUEUE", "PRIORITY", "MAX DRIVES", "PAUSED", "QUEUED", "ACTIVE"]
+    return table(headers, rows, (1, 2, 4, 5))
+
+
+def _drives_table(drives: list[dict[str, Any]]) -> str:
+    rows = [[d["name"], d.get("enabled"), d.get("state"), d.get("volume")] for d in drives]
+    return table(["DRIVE", "ENABLED", "STATE", "VOLUME"], rows)
+
+
+def location(request: dict[str, Any]) -> str | None:
+    volume = request.get("volume")
+    if not volume:
+        return None
+    position = request.get("position")
+    return f"{volume}:{position}" if position is not None else str(volume)
+
+
+def request_table(requests: list[dict[str, Any]]) -> str:
+    rows = [
+        [
+            r["id"],
+            r.get("kind"),
+            r.get("state"),
+            r.get("pnfsid"),
+            human_size(r.get("size")),
+            r.get("queue"),
+            location(r),
+            age(r.get("created_at")),
+            shorten(r["error"], 60) if r.get("error") else None,
+        ]
+        for r in requests
+    ]
+    headers = ["ID", "KIND", "STATE", "PNFSID", "SIZE", "QUEUE", "VOLUME:POS", "AGE", "ERROR"]
+    return table(headers, rows, right=(0, 4, 7))
+
+
+def request(fields: dict[str, Any]) -> str:
+    def shown(key: str, value: Any) -> Any:
+        if key == "size" and value is not None:
+            return f"{human_size(value)} ({value} bytes)"
+        if key.endswith("_at") and value:
+            return f"{value} ({age(value)} ago)"
+        return value
+
+    return key_values((k, shown(k, v)) for k, v in fields.items())
+
+
+def batch_summary(result: dict[str, Any], files_total: int, elapsed: float, listed: int) -> str:
+    """End of `recall --wait`: totals, then up to ``listed`` failures with their error."""
+    counts = result["counts"]
+    rate = result["bytes_done"] / elapsed if elapsed > 0 else None
+    lines = [
+        f"done {counts.get('done', 0)}/{files_total} files, {human_size(result['bytes_done'])}"
+        f" in {human_duration(elapsed)} ({human_rate(rate)}); failed {counts.get('failed', 0)},"
+        f" cancelled {counts.get('cancelled', 0)}, unknown {len(result['missing'])}"
+    ]
+    failures = result["failed"][:listed]
+    if failures:
+        rows = [[r["id"], r.get("state"), r.get("pnfsid"), r.get("error")] for r in failures]
+        lines.append(table(["ID", "STATE", "PNFSID", "ERROR"], rows, right=(0,)))
+    hidden = counts.get("failed", 0) + counts.get("cancelled", 0) - len(failures)
+    if hidden > 0:
+        lines.append(f"... {hidden} more: tssctl requests list --state failed --all")
+    if result["missing"]:
+        shown = ", ".join(str(i) for i in result["missing"][:listed])
+        lines.append(f"unknown to tssd (purged?): {shown}")
+    return "\n".join(lines)

@@ -1,0 +1,40 @@
+"""Time as tssd sees it.
+
+Everything that waits or timestamps goes through a :class:`Clock` so that ``tssd simulate``
+can run the same code in virtual time. The protocol stays small on purpose: a virtual
+clock only has to advance a counter and wake sleepers in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Monotonic seconds, for durations only (the origin is arbitrary)."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait *seconds* (non-positive values only yield to the event loop)."""
+        ...
+
+    def wall(self) -> datetime:
+        """The current time of day, timezone-aware UTC, for timestamps."""
+        ...
+
+
+class RealClock:
+    """The host's clocks."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+    def wall(self) -> datetime:
+        return datetime.now(UTC)

@@ -1,0 +1,304 @@
+"""Typed, frozen settings.
+
+Settings come from, in increasing precedence: the defaults below, one TOML file
+(``--config PATH`` or ``TSSD_CONFIG``) and environment variables ``TSSD_<SECTION>_<KEY>``
+(``TSSD_HOME`` for the state directory). Every field documents itself through its
+``doc`` metadata; ``tssd config`` prints them all with their values and origin.
+
+Paths may contain ``{home}``, replaced by the state directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tssd.errors import ConfigError
+
+DEFAULT_HOME = "~/.local/state/tssd"
+
+
+def _doc(text: str) -> dict[str, str]:
+    return {"doc": text}
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    url: str = field(
+        default="sqlite+aiosqlite:///{home}/tssd.db",
+        metadata=_doc(
+            "SQLAlchemy URL: sqlite+aiosqlite:///PATH (embedded) or postgresql+asyncpg://..."
+        ),
+    )
+    auto_init: bool = field(
+        default=True,
+        metadata=_doc(
+            "Create the schema on a database that has no tables at all. A database with "
+            "tables at another revision is always refused (run 'tssd db upgrade')."
+        ),
+    )
+    pool_size: int = field(default=5, metadata=_doc("Connections kept open (PostgreSQL)."))
+    busy_timeout_s: float = field(
+        default=30.0, metadata=_doc("SQLite: how long to wait for a lock before failing.")
+    )
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    socket: str = field(
+        default="{home}/tssd.sock", metadata=_doc("Unix socket of the API (tss-hsm, tssctl).")
+    )
+    socket_mode: int = field(
+        default=0o660, metadata=_doc("Permissions of the Unix socket (0o660 = 432).")
+    )
+    socket_group: str = field(
+        default="", metadata=_doc("Group owning the Unix socket; empty = the daemon's group.")
+    )
+    tcp: str = field(
+        default="", metadata=_doc("HOST:PORT for the API over TCP; empty = off (default).")
+    )
+    metrics_tcp: str = field(
+        default="127.0.0.1:9708",
+        metadata=_doc("HOST:PORT serving only GET /metrics and /healthz; empty = off."),
+    )
+    max_body_bytes: int = field(
+        default=64 * 1024 * 1024, metadata=_doc("Largest accepted request body (bulk submit).")
+    )
+    max_bulk: int = field(default=100_000, metadata=_doc("Most requests in one bulk submit."))
+    max_wait_s: float = field(
+        default=60.0, metadata=_doc("Longest a single long-poll wait call is held open.")
+    )
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    type: str = field(default="sim", metadata=_doc("Tape backend: 'sim' (simulated IBM SP)."))
+    retries: int = field(
+        default=5, metadata=_doc("Attempts of a backend operation on transient errors.")
+    )
+    retry_base_s: float = field(
+        default=1.0, metadata=_doc("First retry delay; doubles each attempt.")
+    )
+    retry_max_s: float = field(default=60.0, metadata=_doc("Longest retry delay."))
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    data_dir: str = field(
+        default="{home}/sim", metadata=_doc("Where the simulated library keeps object bytes.")
+    )
+    drives: int = field(default=4, metadata=_doc("Number of simulated drives."))
+    tapes: int = field(
+        default=40, metadata=_doc("Number of cartridges the library holds (created empty).")
+    )
+    profile: str = field(default="lto9", metadata=_doc("Drive and media timing profile."))
+    time_scale: float = field(
+        default=0.02,
+        metadata=_doc(
+            "Multiplier on simulated hardware delays in 'tssd serve' (1.0 = real time, "
+            "0 = instantaneous). 'tssd simulate' uses a virtual clock instead."
+        ),
+    )
+    tape_capacity: int = field(
+        default=0, metadata=_doc("Cartridge capacity in bytes; 0 = the profile's.")
+    )
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    tick_s: float = field(
+        default=1.0, metadata=_doc("Longest pause between scheduling passes when idle.")
+    )
+    migrate_batch_bytes: int = field(
+        default=100 * 10**9,
+        metadata=_doc("Start a migration mount when a storage class has this many bytes queued."),
+    )
+    migrate_max_age_s: float = field(
+        default=0.0,
+        metadata=_doc("... or when its oldest migration has waited this long (seconds)."),
+    )
+    recall_chunk: int = field(
+        default=1000, metadata=_doc("Requests claimed at once for a mounted tape.")
+    )
+    keep_mounted_s: float = field(
+        default=60.0,
+        metadata=_doc("Keep an idle tape mounted this long in case more requests come."),
+    )
+    shutdown_grace_s: float = field(
+        default=30.0,
+        metadata=_doc("On SIGTERM, how long work in flight may run before it is cancelled."),
+    )
+    default_queue: str = field(default="default", metadata=_doc("Queue of requests naming none."))
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    level: str = field(default="info", metadata=_doc("debug, info, warning or error."))
+    format: str = field(
+        default="auto", metadata=_doc("json, console, or auto (console on a terminal).")
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: str = field(
+        default=DEFAULT_HOME, metadata=_doc("State directory ($TSSD_HOME): database, socket.")
+    )
+    database: DatabaseSettings = field(default_factory=DatabaseSettings)
+    api: ApiSettings = field(default_factory=ApiSettings)
+    backend: BackendSettings = field(default_factory=BackendSettings)
+    sim: SimSettings = field(default_factory=SimSettings)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    log: LogSettings = field(default_factory=LogSettings)
+
+    @property
+    def home_path(self) -> Path:
+        return Path(self.home).expanduser()
+
+    def path(self, template: str) -> Path:
+        """Expand ``{home}`` and ``~`` in a path setting."""
+        return Path(template.replace("{home}", str(self.home_path))).expanduser()
+
+    @property
+    def database_url(self) -> str:
+        return self.database.url.replace("{home}", str(self.home_path))
+
+
+SECTIONS: dict[str, type[Any]] = {
+    f.name: typing.get_type_hints(Settings)[f.name]
+    for f in dataclasses.fields(Settings)
+    if f.name != "home"
+}
+
+
+def _coerce(value: Any, typ: Any, where: str) -> Any:
+    if isinstance(typ, types.UnionType):
+        typ = next(t for t in typing.get_args(typ) if t is not type(None))
+    if isinstance(value, str) and typ is not str:
+        value = _parse_text(value, typ, where)
+    if typ is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+        raise ConfigError(f"{where}: expected {typ.__name__}, got {value!r}")
+    return value
+
+
+def _parse_text(text: str, typ: Any, where: str) -> Any:
+    try:
+        if typ is bool:
+            lowered = text.strip().lower()
+            if lowered in {"1", "true", "yes", "on"}:
+                return True
+            if lowered in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError(text)
+        if typ is int:
+            return int(text, 0)
+        if typ is float:
+            return float(text)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: cannot read {text!r} as {typ.__name__}") from exc
+    return text
+
+
+Origin = dict[str, str]
+
+
+def load_settings(
+    config_path: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Settings, Origin]:
+    """Build the settings; return them with the origin (default/file/env) of each key."""
+    env = os.environ if environ is None else environ
+    path = config_path or env.get("TSSD_CONFIG")
+    data: dict[str, Any] = {}
+    if path:
+        try:
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    origin: Origin = {}
+    home = _coerce(data.pop("home", DEFAULT_HOME), str, "home")
+    origin["home"] = "file" if path and "home" in data else "default"
+    if "TSSD_HOME" in env:
+        home, origin["home"] = env["TSSD_HOME"], "env"
+    sections: dict[str, Any] = {}
+    for name, cls in SECTIONS.items():
+        table = data.pop(name, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"[{name}] must be a table")
+        sections[name] = _build_section(name, cls, table, env, origin)
+    if data:
+        raise ConfigError(f"unknown setting(s) in {path}: {', '.join(sorted(data))}")
+    return Settings(home=home, **sections), origin
+
+
+def _build_section(
+    name: str, cls: type[Any], table: dict[str, Any], env: Mapping[str, str], origin: Origin
+) -> Any:
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(table) - known
+    if unknown:
+        raise ConfigError(f"unknown setting(s) in [{name}]: {', '.join(sorted(unknown))}")
+    values: dict[str, Any] = {}
+    for key in known:
+        where = f"{name}.{key}"
+        env_key = f"TSSD_{name.upper()}_{key.upper()}"
+        if env_key in env:
+            values[key] = _coerce(env[env_key], hints[key], env_key)
+            origin[where] = "env"
+        elif key in table:
+            values[key] = _coerce(table[key], hints[key], where)
+            origin[where] = "file"
+        else:
+            origin[where] = "default"
+    return cls(**values)
+
+
+def describe(settings: Settings, origin: Origin | None = None) -> list[tuple[str, Any, str, str]]:
+    """Every setting as (dotted key, value, origin, doc), in declaration order."""
+    origin = origin or {}
+    rows: list[tuple[str, Any, str, str]] = []
+    home_field = next(f for f in dataclasses.fields(Settings) if f.name == "home")
+    rows.append(("home", settings.home, origin.get("home", "default"), home_field.metadata["doc"]))
+    for name in SECTIONS:
+        section = getattr(settings, name)
+        for f in dataclasses.fields(section):
+            key = f"{name}.{f.name}"
+            value = getattr(section, f.name)
+            rows.append((key, value, origin.get(key, "default"), f.metadata.get("doc", "")))
+    return rows
+
+
+def to_toml(settings: Settings, origin: Origin | None = None) -> str:
+    """A commented TOML rendering of the settings (used by ``tssd config``)."""
+    lines: list[str] = []
+    current = ""
+    for key, value, src, doc in describe(settings, origin):
+        section, _, name = key.rpartition(".")
+        if section != current:
+            lines.append(f"\n[{section}]")
+            current = section
+        lines.append(f"# {doc} ({src})")
+        lines.append(f"{name or key} = {_toml_value(value)}")
+    return "\n".join(lines).lstrip() + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'

@@ -1,0 +1,1 @@
+"""Persistence: ORM models, engine, schema revision checks and the request store."""

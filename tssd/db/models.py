@@ -1,0 +1,219 @@
+"""ORM models. The Alembic migrations in ``migrations/`` must produce exactly this schema.
+
+Times are stored as timezone-aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# Deterministic constraint names keep Alembic migrations identical on SQLite and PostgreSQL.
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL wants BIGINT for big queues.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Kind(enum.StrEnum):
+    RECALL = "recall"
+    MIGRATE = "migrate"
+    REMOVE = "remove"
+
+
+class State(enum.StrEnum):
+    QUEUED = "queued"
+    ACTIVE = "active"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_open(self) -> bool:
+        return self in (State.QUEUED, State.ACTIVE)
+
+
+OPEN_STATES = ("queued", "active")
+TERMINAL_STATES = ("done", "failed", "cancelled")
+
+
+class Request(Base):
+    """One recall, migration or removal asked for by dCache or an operator."""
+
+    __tablename__ = "requests"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    state: Mapped[str] = mapped_column(String(16), default=State.QUEUED.value)
+    # Idempotency key: the pnfsid for recall/migrate, the bfid for remove.
+    key: Mapped[str] = mapped_column(String(128))
+    pnfsid: Mapped[str | None] = mapped_column(String(64))
+    path: Mapped[str | None] = mapped_column(Text)
+    size: Mapped[int | None] = mapped_column(BigInteger)
+    storage_class: Mapped[str | None] = mapped_column(String(255))
+    checksum: Mapped[str | None] = mapped_column(String(64))  # adler32 hex from flag-c
+    hsm_type: Mapped[str] = mapped_column(String(64), default="osm")
+    hsm_instance: Mapped[str] = mapped_column(String(64), default="osm")
+    store: Mapped[str | None] = mapped_column(String(255))
+    group: Mapped[str | None] = mapped_column("grp", String(255))
+    bfid: Mapped[str | None] = mapped_column(String(128))
+    uri: Mapped[str | None] = mapped_column(Text)
+    queue: Mapped[str] = mapped_column(String(64), default="default")
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+    # Where a recall reads from, filled in when the backend has been asked.
+    volume: Mapped[str | None] = mapped_column(String(32))
+    position: Mapped[int | None] = mapped_column(BigInteger)
+    drive: Mapped[str | None] = mapped_column(String(64))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    result_adler32: Mapped[str | None] = mapped_column(String(16))
+    error_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (
+        # At most one open request per (kind, key): what makes submit idempotent.
+        Index(
+            "uq_requests_open_key",
+            "kind",
+            "key",
+            unique=True,
+            sqlite_where=text("state IN ('queued', 'active')"),
+            postgresql_where=text("state IN ('queued', 'active')"),
+        ),
+        Index("ix_requests_state_kind", "state", "kind"),
+        Index("ix_requests_volume_position", "volume", "position"),
+        Index("ix_requests_pnfsid", "pnfsid"),
+    )
+
+
+class RequestEvent(Base):
+    """Every state transition of a request, with its time: the request's history."""
+
+    __tablename__ = "request_events"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    request_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("requests.id", ondelete="CASCADE"), index=True
+    )
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    from_state: Mapped[str | None] = mapped_column(String(16))
+    to_state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+
+
+class QueueRow(Base):
+    """A named request queue (per VO or storage class)."""
+
+    __tablename__ = "queues"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+    max_drives: Mapped[int | None] = mapped_column(Integer)
+    paused: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Tape(Base):
+    """tssd's view of a cartridge: its use and health, whatever the backend."""
+
+    __tablename__ = "tapes"
+
+    volume: Mapped[str] = mapped_column(String(32), primary_key=True)
+    state: Mapped[str] = mapped_column(String(16), default="ok")  # ok, suspect, disabled
+    mounts: Mapped[int] = mapped_column(Integer, default=0)
+    last_mounted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Drive(Base):
+    """A tape drive and the cartridge it holds. A volume is in at most one drive."""
+
+    __tablename__ = "drives"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    state: Mapped[str] = mapped_column(String(16), default="empty")  # empty, mounted, busy
+    volume: Mapped[str | None] = mapped_column(String(32), unique=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Mount(Base):
+    """One mount of a cartridge in a drive, with what it served."""
+
+    __tablename__ = "mounts"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    drive: Mapped[str] = mapped_column(String(64))
+    volume: Mapped[str] = mapped_column(String(32), index=True)
+    purpose: Mapped[str] = mapped_column(String(16))  # recall or migrate
+    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    ready_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    dismounted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    files: Mapped[int] = mapped_column(Integer, default=0)
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    transfer_s: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class SimTape(Base):
+    """Simulated library: a cartridge, its fill state and the storage class it serves."""
+
+    __tablename__ = "sim_tapes"
+
+    volume: Mapped[str] = mapped_column(String(32), primary_key=True)
+    storage_class: Mapped[str | None] = mapped_column(String(255))
+    capacity: Mapped[int] = mapped_column(BigInteger)
+    used: Mapped[int] = mapped_column(BigInteger, default=0)
+    next_seq: Mapped[int] = mapped_column(Integer, default=1)
+    full: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class SimObject(Base):
+    """Simulated library: one copy of an object on a cartridge (the IBM SP catalog)."""
+
+    __tablename__ = "sim_objects"
+
+    bfid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    pnfsid: Mapped[str] = mapped_column(String(64), index=True)
+    volume: Mapped[str] = mapped_column(String(32))
+    seq: Mapped[int] = mapped_column(Integer)
+    offset: Mapped[int] = mapped_column(BigInteger, default=0)  # bytes written before it
+    size: Mapped[int] = mapped_column(BigInteger)
+    adler32: Mapped[str | None] = mapped_column(String(16))
+    storage_class: Mapped[str | None] = mapped_column(String(255))
+    written_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # Catalog imports have no bytes: recalls of them produce deterministic filler data.
+    has_data: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    __table_args__ = (
+        Index("uq_sim_objects_volume_seq", "volume", "seq", unique=True),
+    )

@@ -1,0 +1,345 @@
+"""The request store: every state change of a request goes through here.
+
+Transitions are conditional updates (``WHERE state = ...``), so a request finished,
+cancelled or claimed elsewhere is never overwritten, and several daemons can share one
+PostgreSQL database: claims use ``FOR UPDATE SKIP LOCKED`` there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import structlog
+from sqlalchemy import Select, and_, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from tssd.db.models import OPEN_STATES, Kind, QueueRow, Request, RequestEvent, State, utcnow
+from tssd.errors import Conflict, NotFound
+from tssd.submit import SubmitSpec
+
+log = structlog.get_logger()
+CHUNK = 500
+
+
+@dataclass(frozen=True)
+class ListFilter:
+    state: str | None = None
+    kind: str | None = None
+    queue: str | None = None
+    volume: str | None = None
+    pnfsid: str | None = None
+    limit: int = 100
+    after: int | None = None
+
+
+class Notifier:
+    """Wakes waiters when requests finish (in this process; others are polled)."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[int, set[asyncio.Event]] = {}
+        self.work = asyncio.Event()
+
+    def watch(self, request_id: int) -> asyncio.Event:
+        event = asyncio.Event()
+        self._waiters.setdefault(request_id, set()).add(event)
+        return event
+
+    def unwatch(self, request_id: int, event: asyncio.Event) -> None:
+        events = self._waiters.get(request_id)
+        if events is not None:
+            events.discard(event)
+            if not events:
+                del self._waiters[request_id]
+
+    def finished(self, ids: Iterable[int]) -> None:
+        for request_id in ids:
+            for event in self._waiters.get(request_id, ()):
+                event.set()
+
+
+class RequestStore:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], *, postgres: bool) -> None:
+        self.sessions = sessions
+        self.postgres = postgres
+        self.notifier = Notifier()
+
+    # -- intake -----------------------------------------------------------------------
+
+    async def submit(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Request]]:
+        """Record *specs* in one transaction; attach to open requests of the same key."""
+        for attempt in range(3):
+            try:
+                results = await self._submit_once(specs)
+            except IntegrityError:
+                # Another submitter inserted the same key between our read and insert.
+                if attempt == 2:
+                    raise
+                continue
+            if any(created for created, _ in results):
+                self.notifier.work.set()
+            return results
+        raise AssertionError("unreachable")
+
+    async def _submit_once(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Request]]:
+        async with self.sessions.begin() as session:
+            existing = await self._open_by_key(session, specs)
+            results: list[tuple[bool, Request]] = []
+            fresh: dict[tuple[str, str], Request] = {}
+            for spec in specs:
+                ident = (spec.kind.value, spec.key)
+                found = existing.get(ident) or fresh.get(ident)
+                if found is not None:
+                    results.append((False, found))
+                    continue
+                row = _new_request(spec)
+                fresh[ident] = row
+                results.append((True, row))
+            session.add_all(fresh.values())
+            await session.flush()
+            await _record_events(session, [r.id for r in fresh.values()], None, State.QUEUED, "submitted")
+        return results
+
+    async def _open_by_key(
+        self, session: AsyncSession, specs: Sequence[SubmitSpec]
+    ) -> dict[tuple[str, str], Request]:
+        found: dict[tuple[str, str], Request] = {}
+        by_kind: dict[str, list[str]] = {}
+        for spec in specs:
+            by_kind.setdefault(spec.kind.value, []).append(spec.key)
+        for kind, keys in by_kind.items():
+            unique = sorted(set(keys))
+            for i in range(0, len(unique), CHUNK):
+                stmt = select(Request).where(
+                    Request.kind == kind,
+                    Request.key.in_(unique[i : i + CHUNK]),
+                    Request.state.in_(OPEN_STATES),
+                )
+                for row in (await session.scalars(stmt)).all():
+                    found[(row.kind, row.key)] = row
+        return found
+
+    # -- queries ----------------------------------------------------------------------
+
+    async def get(self, request_id: int) -> Request:
+        async with self.sessions() as session:
+            row = await session.get(Request, request_id)
+        if row is None:
+            raise NotFound(f"no request {request_id}")
+        return row
+
+    async def list(self, flt: ListFilter) -> list[Request]:
+        stmt = select(Request).order_by(Request.id).limit(flt.limit)
+        conditions = [
+            getattr(Request, name) == value
+            for name in ("state", "kind", "queue", "volume", "pnfsid")
+            if (value := getattr(flt, name)) is not None
+        ]
+        if flt.after is not None:
+            conditions.append(Request.id > flt.after)
+        if conditions:
+            stmt = stmt.where(and_(*conditions))
+        async with self.sessions() as session:
+            return list((await session.scalars(stmt)).all())
+
+    async def query(self, ids: Sequence[int]) -> dict[str, Any]:
+        """Progress of a batch of requests."""
+        counts = {s.value: 0 for s in State}
+        total = done = 0
+        seen: set[int] = set()
+        failed: list[Request] = []
+        async with self.sessions() as session:
+            for i in range(0, len(ids), CHUNK):
+                stmt = select(Request).where(Request.id.in_(ids[i : i + CHUNK]))
+                for row in (await session.scalars(stmt)).all():
+                    seen.add(row.id)
+                    counts[row.state] += 1
+                    total += row.size or 0
+                    done += (row.size or 0) if row.state == State.DONE else 0
+                    if row.state in (State.FAILED, State.CANCELLED) and len(failed) < 100:
+                        failed.append(row)
+        missing = [i for i in ids if i not in seen]
+        return {"counts": counts, "bytes_total": total, "bytes_done": done,
+                "missing": missing, "failed": failed}  # fmt: skip
+
+    async def counts(self) -> list[tuple[str, str, str, int]]:
+        """(kind, queue, state, count) for every combination present."""
+        stmt = select(Request.kind, Request.queue, Request.state, func.count()).group_by(
+            Request.kind, Request.queue, Request.state
+        )
+        async with self.sessions() as session:
+            return [(k, q, s, n) for k, q, s, n in (await session.execute(stmt)).all()]
+
+    async def queues(self) -> list[dict[str, Any]]:
+        """The configured queues (priority, drive limit, paused)."""
+        return await _queue_rows(self.sessions)
+
+    async def wait(self, request_id: int, timeout: float) -> tuple[Request, bool]:
+        """Return when the request is finished or *timeout* seconds have passed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        event = self.notifier.watch(request_id)
+        try:
+            while True:
+                row = await self.get(request_id)
+                remaining = deadline - loop.time()
+                if not State(row.state).is_open or remaining <= 0:
+                    return row, not State(row.state).is_open
+                event.clear()
+                # Poll as well: another tssd instance may finish the request.
+                try:
+                    await asyncio.wait_for(event.wait(), timeout=min(remaining, 2.0))
+                except TimeoutError:
+                    pass
+        finally:
+            self.notifier.unwatch(request_id, event)
+
+    # -- operator actions -------------------------------------------------------------
+
+    async def cancel(self, request_id: int, reason: str = "cancelled by operator") -> Request:
+        changed = await self.transition(
+            [request_id], OPEN_STATES, State.CANCELLED, reason=reason,
+            values={"error": reason, "finished_at": utcnow()},
+        )  # fmt: skip
+        row = await self.get(request_id)
+        if not changed:
+            raise Conflict(f"request {request_id} is already {row.state}")
+        return row
+
+    async def retry(self, request_id: int) -> Request:
+        row = await self.get(request_id)
+        if row.state not in (State.FAILED, State.CANCELLED):
+            raise Conflict(f"request {request_id} is {row.state}: only failed or cancelled")
+        try:
+            changed = await self.transition(
+                [request_id], (State.FAILED, State.CANCELLED), State.QUEUED,
+                reason="retried by operator",
+                values={"error": None, "error_code": None, "finished_at": None, "attempts": 0},
+            )  # fmt: skip
+        except IntegrityError:
+            raise Conflict(f"another open {row.kind} request exists for {row.key}") from None
+        if not changed:
+            raise Conflict(f"request {request_id} changed state meanwhile")
+        self.notifier.work.set()
+        return await self.get(request_id)
+
+    # -- scheduler side ---------------------------------------------------------------
+
+    async def transition(
+        self,
+        ids: Sequence[int],
+        from_states: Iterable[str],
+        to_state: State,
+        *,
+        reason: str | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> list[int]:
+        """Move requests in *from_states* to *to_state*; return the ids that moved."""
+        if not ids:
+            return []
+        moved: list[int] = []
+        now = utcnow()
+        sources = list(from_states)
+        async with self.sessions.begin() as session:
+            for i in range(0, len(ids), CHUNK):
+                stmt = (
+                    update(Request)
+                    .where(Request.id.in_(ids[i : i + CHUNK]), Request.state.in_(sources))
+                    .values(state=to_state.value, updated_at=now, **(values or {}))
+                    .returning(Request.id)
+                )
+                moved.extend((await session.scalars(stmt)).all())
+            await _record_events(session, moved, None, to_state, reason)
+        if not to_state.is_open:
+            self.notifier.finished(moved)
+        return moved
+
+    async def finish(self, request_id: int, state: State, reason: str | None = None,
+                     **values: Any) -> bool:  # fmt: skip
+        """Finish an active request; False if it was cancelled meanwhile."""
+        values.setdefault("finished_at", utcnow())
+        moved = await self.transition([request_id], (State.ACTIVE,), state, reason=reason,
+                                      values=values)  # fmt: skip
+        return bool(moved)
+
+    async def requeue_active(self, reason: str) -> int:
+        """At start-up: requests left active by a previous run go back to the queue."""
+        stmt = select(Request.id).where(Request.state == State.ACTIVE)
+        async with self.sessions() as session:
+            ids = list((await session.scalars(stmt)).all())
+        moved = await self.transition(ids, (State.ACTIVE,), State.QUEUED, reason=reason,
+                                      values={"drive": None, "started_at": None})  # fmt: skip
+        return len(moved)
+
+    async def claim(self, stmt: Select[tuple[Request]], drive: str | None) -> list[Request]:
+        """Atomically move the queued requests selected by *stmt* to active."""
+        if self.postgres:
+            stmt = stmt.with_for_update(skip_locked=True)
+        now = utcnow()
+        async with self.sessions.begin() as session:
+            rows = list((await session.scalars(stmt)).all())
+            ids = [r.id for r in rows]
+            for i in range(0, len(ids), CHUNK):
+                await session.execute(
+                    update(Request)
+                    .where(Request.id.in_(ids[i : i + CHUNK]), Request.state == State.QUEUED)
+                    .values(state=State.ACTIVE.value, drive=drive, started_at=now,
+                            updated_at=now, attempts=Request.attempts + 1)
+                )  # fmt: skip
+            await _record_events(session, ids, State.QUEUED, State.ACTIVE, drive)
+        for row in rows:
+            row.state, row.drive, row.started_at = State.ACTIVE.value, drive, now
+        return rows
+
+    async def set_locations(self, located: dict[int, tuple[str, int]]) -> None:
+        async with self.sessions.begin() as session:
+            for request_id, (volume, position) in located.items():
+                await session.execute(
+                    update(Request)
+                    .where(Request.id == request_id)
+                    .values(volume=volume, position=position)
+                )
+
+
+def _new_request(spec: SubmitSpec) -> Request:
+    now = utcnow()
+    return Request(
+        kind=spec.kind.value, state=State.QUEUED.value, key=spec.key, pnfsid=spec.pnfsid,
+        path=spec.path, size=spec.size, storage_class=spec.storage_class,
+        checksum=spec.checksum, hsm_type=spec.hsm_type, hsm_instance=spec.hsm_instance,
+        store=spec.store, group=spec.group, bfid=spec.bfid,
+        uri=spec.uris[0] if spec.kind is Kind.REMOVE and spec.uris else None,
+        queue=spec.queue, priority=spec.priority, attempts=0,
+        created_at=now, updated_at=now,
+    )  # fmt: skip
+
+
+async def _record_events(
+    session: AsyncSession,
+    ids: Sequence[int],
+    from_state: State | None,
+    to_state: State,
+    reason: str | None,
+    at: datetime | None = None,
+) -> None:
+    if not ids:
+        return
+    at = at or utcnow()
+    rows = [
+        {"request_id": i, "at": at, "from_state": from_state.value if from_state else None,
+         "to_state": to_state.value, "reason": reason}
+        for i in ids
+    ]  # fmt: skip
+    for i in range(0, len(rows), CHUNK):
+        await session.execute(insert(RequestEvent), rows[i : i + CHUNK])
+
+
+async def _queue_rows(sessions: async_sessionmaker[AsyncSession]) -> list[dict[str, Any]]:
+    async with sessions() as session:
+        rows = (await session.scalars(select(QueueRow))).all()
+    return [{"name": q.name, "priority": q.priority, "max_drives": q.max_drives,
+             "paused": q.paused} for q in rows]  # fmt: skip

@@ -1,0 +1,96 @@
+"""The exception tree of tssd.
+
+Every error tssd raises derives from :class:`TssdError`. Errors that come from a driver
+(database, backend library, operating system) are translated at the module boundary with
+``raise ... from exc`` so that callers handle one small tree.
+
+Each error carries ``exit_code``: the ``tss-hsm`` exit code (contracts section 2) that a
+request failing with this error reports to dCache.
+"""
+
+from __future__ import annotations
+
+
+class TssdError(Exception):
+    """Root of every tssd error."""
+
+    exit_code: int = 1
+
+
+class ConfigError(TssdError):
+    """The configuration is invalid (unknown key, wrong type, bad value)."""
+
+    exit_code = 32
+
+
+class SchemaError(TssdError):
+    """The database schema is not at the revision this code expects."""
+
+
+class InvalidRequest(TssdError):
+    """A request is malformed: bad pnfsid, size, storage class, URI or state change."""
+
+    exit_code = 32
+
+
+class NotFound(TssdError):
+    """No request, tape or drive with that identifier."""
+
+
+class Conflict(TssdError):
+    """The operation conflicts with the current state (e.g. cancel a finished request)."""
+
+
+class ShuttingDown(TssdError):
+    """The daemon is stopping and accepts no new work."""
+
+
+class BackendError(TssdError):
+    """A tape backend operation failed."""
+
+    #: Backend specific return code (e.g. the IBM SP ``dsmrc``), for diagnostics.
+    code: int | None
+
+    def __init__(self, message: str, *, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class TransientBackendError(BackendError):
+    """Retrying the same operation later may succeed (mount not possible, busy, ...)."""
+
+
+class PermanentBackendError(BackendError):
+    """Retrying will not help: the object does not exist, the data is corrupt, ..."""
+
+    exit_code = 31
+
+
+class ObjectNotFound(PermanentBackendError):
+    """The backend holds no copy of the object."""
+
+
+class ChecksumMismatch(PermanentBackendError):
+    """The bytes read do not match the checksum recorded for the object."""
+
+
+class DataError(TssdError):
+    """Reading or writing a file on the local (pool) disk failed."""
+
+
+class SourceUnreadable(DataError):
+    """The file to migrate cannot be read."""
+
+    exit_code = 42
+
+
+class DestinationUnwritable(DataError):
+    """The recall destination cannot be written."""
+
+    exit_code = 43
+
+
+class NoSpace(DataError):
+    """The recall destination's file system is full."""
+
+    exit_code = 41

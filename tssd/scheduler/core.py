@@ -1,0 +1,218 @@
+"""The scheduling loop: assign free drives to the most valuable work, one tape per drive.
+
+First policy (the tape-aware cost model is a later step): recalls are grouped by tape and
+read in position order in one mount; a tape already in a drive is served there; the tape
+with the oldest, highest-priority request goes first; migrations are batched per storage
+class. A volume is never given to two drives: ``_volumes_busy`` is checked and updated
+without an ``await`` in between, and the database keeps ``drives.volume`` unique.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import structlog
+from sqlalchemy import func, select
+
+from tssd.config import SchedulerSettings
+from tssd.db.models import Kind, Request, State
+from tssd.db.store import RequestStore
+from tssd.errors import TssdError
+from tssd.metrics import Metrics
+from tssd.scheduler.drives import DriveManager, DriveState
+from tssd.scheduler.intake import Intake
+from tssd.scheduler.sessions import SessionRunner
+
+log = structlog.get_logger()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A unit of drive work: the recalls of one tape, or a storage class's migrations."""
+
+    purpose: str  # recall or migrate
+    target: str  # volume (recall) or storage class (migrate)
+    priority: int
+    oldest: float  # sort key: smaller = older
+
+
+class Scheduler:
+    def __init__(
+        self,
+        settings: SchedulerSettings,
+        store: RequestStore,
+        drives: DriveManager,
+        intake: Intake,
+        runner: SessionRunner,
+        metrics: Metrics,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.drives = drives
+        self.intake = intake
+        self.runner = runner
+        self.metrics = metrics
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._volumes_busy: set[str] = set()
+        self._classes_busy: set[str] = set()
+        self._stopping = asyncio.Event()
+
+    async def start(self) -> None:
+        await self.drives.load()
+        requeued = await self.store.requeue_active("daemon restarted")
+        if requeued:
+            log.info("requests.requeued", count=requeued)
+
+    async def run(self) -> None:
+        """Schedule until :meth:`stop`; a failing pass is logged and retried."""
+        work = self.store.notifier.work
+        while not self._stopping.is_set():
+            work.clear()
+            try:
+                await self.schedule_once()
+            except TssdError as exc:
+                log.warning("scheduler.pass_failed", error=str(exc))
+            except Exception:
+                log.exception("scheduler.pass_crashed")
+            try:
+                await asyncio.wait_for(work.wait(), timeout=self.settings.tick_s)
+            except TimeoutError:
+                pass
+
+    async def stop(self, grace_s: float) -> None:
+        """Start no new session; let running ones finish for *grace_s*, then cancel."""
+        self._stopping.set()
+        self.store.notifier.work.set()
+        if self._tasks:
+            log.info("scheduler.draining", sessions=len(self._tasks), grace_s=grace_s)
+            _, late = await asyncio.wait(self._tasks, timeout=grace_s)
+            for task in late:
+                task.cancel()
+            if late:
+                log.warning("scheduler.cancelled_sessions", sessions=len(late))
+                await asyncio.wait(late)
+
+    async def schedule_once(self) -> None:
+        await self.intake.removals()
+        for request, copy in await self.intake.migrations_on_tape():
+            claimed = await self.store.claim(select(Request).where(Request.id == request.id), None)
+            if claimed:
+                await self.runner.complete_migration(claimed[0], copy)
+        await self.intake.locate_recalls(self._volumes_busy)
+        if self._stopping.is_set():
+            return
+        for candidate in await self._candidates():
+            drive = self._pick_drive(candidate)
+            if drive is None:
+                continue
+            self._start(drive, candidate)
+        await self._dismount_idle()
+        await self._update_pending()
+
+    async def _candidates(self) -> list[Candidate]:
+        stmt = (
+            select(Request.volume, func.max(Request.priority), func.min(Request.id))
+            .where(Request.kind == Kind.RECALL, Request.state == State.QUEUED,
+                   Request.volume.is_not(None))
+            .group_by(Request.volume)
+        )  # fmt: skip
+        async with self.store.sessions() as session:
+            rows = (await session.execute(stmt)).all()
+        found = [Candidate("recall", v, p or 0, float(first)) for v, p, first in rows
+                 if v not in self._volumes_busy]  # fmt: skip
+        for sc, _files, nbytes, age in await self.intake.migration_groups():
+            if sc in self._classes_busy:
+                continue
+            if nbytes >= self.settings.migrate_batch_bytes or age >= self.settings.migrate_max_age_s:
+                found.append(Candidate("migrate", sc, 0, -age))
+        # Recalls on a tape already in a drive first (no mount), then priority, then age.
+        return sorted(found, key=lambda c: (self.drives.holding(c.target) is None,
+                                            -c.priority, c.oldest))  # fmt: skip
+
+    def _pick_drive(self, candidate: Candidate) -> DriveState | None:
+        free = self.drives.free()
+        if candidate.purpose == "recall":
+            holder = self.drives.holding(candidate.target)
+            if holder is not None:
+                return holder if holder in free else None
+        if not free:
+            return None
+        # An empty drive costs no dismount; otherwise the one idle longest.
+        return min(free, key=lambda d: (d.volume is not None, d.idle_since))
+
+    def _start(self, drive: DriveState, candidate: Candidate) -> None:
+        drive.busy = True
+        busy = self._volumes_busy if candidate.purpose == "recall" else self._classes_busy
+        busy.add(candidate.target)
+        if drive.volume is not None:
+            self._volumes_busy.add(drive.volume)
+        task = asyncio.create_task(self._session(drive, candidate),
+                                   name=f"{candidate.purpose}:{candidate.target}@{drive.name}")  # fmt: skip
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self.drives.update_gauge()
+
+    async def _session(self, drive: DriveState, candidate: Candidate) -> None:
+        held = drive.volume
+        log.info("session.start", drive=drive.name, purpose=candidate.purpose,
+                 target=candidate.target)  # fmt: skip
+        try:
+            if candidate.purpose == "recall":
+                await self.runner.recall(drive, candidate.target)
+            else:
+                await self.runner.migrate(drive, candidate.target)
+        except TssdError as exc:
+            drive.last_error = str(exc)
+            log.warning("session.failed", drive=drive.name, target=candidate.target,
+                        error=str(exc))  # fmt: skip
+        except Exception:
+            log.exception("session.crashed", drive=drive.name, target=candidate.target)
+        finally:
+            busy = self._volumes_busy if candidate.purpose == "recall" else self._classes_busy
+            busy.discard(candidate.target)
+            if held is not None:
+                self._volumes_busy.discard(held)
+            drive.busy = False
+            drive.idle_since = self.drives.clock.now()
+            self.drives.update_gauge()
+            self.store.notifier.work.set()
+            log.info("session.end", drive=drive.name, purpose=candidate.purpose,
+                     target=candidate.target)  # fmt: skip
+
+    async def _dismount_idle(self) -> None:
+        now = self.drives.clock.now()
+        for drive in self.drives.free():
+            if drive.volume and now - drive.idle_since >= self.settings.keep_mounted_s:
+                volume = drive.volume
+                self._volumes_busy.add(volume)
+                drive.busy = True
+                try:
+                    await self.drives.dismount(drive)
+                except TssdError as exc:
+                    log.warning("dismount.failed", drive=drive.name, volume=volume, error=str(exc))
+                finally:
+                    drive.busy = False
+                    self._volumes_busy.discard(volume)
+
+    async def _update_pending(self) -> None:
+        pending: dict[tuple[str, str], int] = {}
+        for kind, queue, state, n in await self.store.counts():
+            if state in ("queued", "active"):
+                pending[(kind, queue)] = pending.get((kind, queue), 0) + n
+        for (kind, queue), n in pending.items():
+            self.metrics.requests_pending.labels(kind, queue).set(n)
+        for labels in list(self._seen_pending - pending.keys()):
+            self.metrics.requests_pending.labels(*labels).set(0)
+        self._seen_pending = set(pending)
+
+    _seen_pending: set[tuple[str, str]] = set()
+
+    async def shutdown_drives(self) -> None:
+        """Dismount every tape (after sessions ended) so mount records close cleanly."""
+        for drive in self.drives.drives.values():
+            if drive.volume and not drive.busy:
+                try:
+                    await self.drives.dismount(drive)
+                except TssdError as exc:
+                    log.warning("dismount.failed", drive=drive.name, error=str(exc))

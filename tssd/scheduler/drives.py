@@ -1,0 +1,212 @@
+"""Drive bookkeeping: what each drive holds, mount history and mount metrics.
+
+The database row of a drive carries the volume it holds; ``drives.volume`` is unique, so
+a cartridge is recorded in at most one drive even if the in-memory view were wrong.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import structlog
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from tssd.backends.base import TapeBackend
+from tssd.clock import Clock
+from tssd.db.models import Drive, Mount, Tape, utcnow
+from tssd.metrics import Metrics
+from tssd.retry import Retrier
+
+log = structlog.get_logger()
+
+
+@dataclass
+class DriveState:
+    name: str
+    enabled: bool = True
+    volume: str | None = None
+    busy: bool = False
+    mount_id: int | None = None
+    mounted_at: float = 0.0
+    idle_since: float = 0.0
+    files: int = 0
+    bytes: int = 0
+    transfer_s: float = 0.0
+    last_error: str | None = None
+    purposes: set[str] = field(default_factory=set)
+
+    @property
+    def state(self) -> str:
+        if not self.enabled:
+            return "disabled"
+        if self.busy:
+            return "busy"
+        return "mounted" if self.volume else "empty"
+
+
+class DriveManager:
+    """Mounts and dismounts through the backend, recording each mount."""
+
+    def __init__(
+        self,
+        backend: TapeBackend,
+        sessions: async_sessionmaker[AsyncSession],
+        retrier: Retrier,
+        metrics: Metrics,
+        clock: Clock,
+    ) -> None:
+        self.backend = backend
+        self.sessions = sessions
+        self.retrier = retrier
+        self.metrics = metrics
+        self.clock = clock
+        self.drives: dict[str, DriveState] = {}
+        self._recent: deque[tuple[float, int]] = deque()
+
+    async def load(self) -> None:
+        """Take the drive list from the backend; close mounts a crash left open."""
+        infos = await self.retrier.call("drives", self.backend.drives)
+        now = utcnow()
+        async with self.sessions.begin() as session:
+            await session.execute(
+                update(Mount).where(Mount.dismounted_at.is_(None)).values(dismounted_at=now)
+            )
+            enabled = {
+                d.name: d.enabled for d in (await session.scalars(select(Drive))).all()
+            }
+            await session.execute(update(Drive).values(volume=None, state="empty"))
+            for info in infos:
+                row = await session.get(Drive, info.name)
+                if row is None:
+                    session.add(Drive(name=info.name, enabled=True, state="empty"))
+            await session.flush()
+            for info in infos:
+                await session.execute(
+                    update(Drive).where(Drive.name == info.name)
+                    .values(volume=info.volume, state="mounted" if info.volume else "empty")
+                )  # fmt: skip
+        for info in infos:
+            state = DriveState(info.name, enabled=enabled.get(info.name, True),
+                               volume=info.volume, idle_since=self.clock.now())  # fmt: skip
+            self.drives[info.name] = state
+        self.update_gauge()
+
+    def holding(self, volume: str) -> DriveState | None:
+        return next((d for d in self.drives.values() if d.volume == volume), None)
+
+    def free(self) -> list[DriveState]:
+        return [d for d in self.drives.values() if d.enabled and not d.busy]
+
+    def update_gauge(self) -> None:
+        counts: dict[str, int] = {"empty": 0, "mounted": 0, "busy": 0, "disabled": 0}
+        for d in self.drives.values():
+            counts[d.state] += 1
+        for state, n in counts.items():
+            self.metrics.drives.labels(state=state).set(n)
+
+    async def ensure_mounted(self, drive: DriveState, volume: str, purpose: str) -> None:
+        """Make *volume* the tape in *drive*, dismounting what it holds."""
+        if drive.volume == volume:
+            drive.purposes.add(purpose)
+            return
+        if drive.volume is not None:
+            await self.dismount(drive)
+        start = self.clock.now()
+        mount_id = await self._open_mount(drive.name, volume, purpose)
+        log.info("mount.start", drive=drive.name, volume=volume, purpose=purpose)
+        await self.retrier.call(
+            "mount", lambda: self.backend.mount(drive.name, volume), drive=drive.name, volume=volume
+        )
+        ready = self.clock.now()
+        drive.volume, drive.mount_id, drive.mounted_at = volume, mount_id, start
+        drive.files = drive.bytes = 0
+        drive.transfer_s = 0.0
+        drive.purposes = {purpose}
+        await self._mounted(drive.name, volume, mount_id)
+        self.metrics.mounts_total.inc()
+        self.metrics.mount_seconds.observe(ready - start)
+        log.info("mount.ready", drive=drive.name, volume=volume, mount_s=round(ready - start, 3))
+
+    async def dismount(self, drive: DriveState) -> None:
+        if drive.volume is None:
+            return
+        volume = drive.volume
+        await self.retrier.call("dismount", lambda: self.backend.dismount(drive.name),
+                                drive=drive.name, volume=volume)  # fmt: skip
+        held = self.clock.now() - drive.mounted_at
+        efficiency = min(1.0, drive.transfer_s / held) if held > 0 else 0.0
+        self.metrics.mount_session_seconds.observe(held)
+        self.metrics.mount_files.observe(drive.files)
+        self.metrics.mount_bytes.observe(drive.bytes)
+        self.metrics.mount_efficiency.observe(efficiency)
+        await self._closed(drive, utcnow())
+        log.info("mount.end", drive=drive.name, volume=volume, files=drive.files,
+                 bytes=drive.bytes, session_s=round(held, 3),
+                 efficiency=round(efficiency, 4))  # fmt: skip
+        drive.volume = None
+        drive.mount_id = None
+        drive.idle_since = self.clock.now()
+
+    def account(self, drive: DriveState, nbytes: int, transfer_s: float, locate_s: float) -> None:
+        self._recent.append((self.clock.now(), nbytes))
+        drive.files += 1
+        drive.bytes += nbytes
+        drive.transfer_s += transfer_s
+        if locate_s > 0:
+            self.metrics.locate_seconds.observe(locate_s)
+
+    def throughput(self, window_s: float = 60.0) -> dict[str, float]:
+        """Bytes moved in the last *window_s* seconds, and the rate in MB/s."""
+        horizon = self.clock.now() - window_s
+        while self._recent and self._recent[0][0] < horizon:
+            self._recent.popleft()
+        moved = sum(n for _, n in self._recent)
+        return {"bytes_last_minute": moved, "mb_s": round(moved / window_s / 1e6, 3)}
+
+    async def flush_stats(self, drive: DriveState) -> None:
+        """Persist the running mount's counters (tssctl mounts reads them)."""
+        if drive.mount_id is None:
+            return
+        async with self.sessions.begin() as session:
+            await session.execute(
+                update(Mount).where(Mount.id == drive.mount_id)
+                .values(files=drive.files, bytes=drive.bytes, transfer_s=drive.transfer_s)
+            )  # fmt: skip
+
+    async def _open_mount(self, drive: str, volume: str, purpose: str) -> int:
+        async with self.sessions.begin() as session:
+            row = Mount(drive=drive, volume=volume, purpose=purpose, requested_at=utcnow())
+            session.add(row)
+            await session.flush()
+            return row.id
+
+    async def _mounted(self, drive: str, volume: str, mount_id: int) -> None:
+        now = utcnow()
+        async with self.sessions.begin() as session:
+            await session.execute(update(Mount).where(Mount.id == mount_id).values(ready_at=now))
+            await session.execute(
+                update(Drive).where(Drive.name == drive)
+                .values(volume=volume, state="mounted", updated_at=now)
+            )  # fmt: skip
+            tape = await session.get(Tape, volume)
+            if tape is None:
+                session.add(Tape(volume=volume, mounts=1, last_mounted_at=now))
+            else:
+                tape.mounts += 1
+                tape.last_mounted_at = now
+
+    async def _closed(self, drive: DriveState, at: datetime) -> None:
+        async with self.sessions.begin() as session:
+            if drive.mount_id is not None:
+                await session.execute(
+                    update(Mount).where(Mount.id == drive.mount_id)
+                    .values(dismounted_at=at, files=drive.files, bytes=drive.bytes,
+                            transfer_s=drive.transfer_s)
+                )  # fmt: skip
+            await session.execute(
+                update(Drive).where(Drive.name == drive.name)
+                .values(volume=None, state="empty", updated_at=at)
+            )  # fmt: skip

@@ -1,0 +1,159 @@
+"""Work that needs no drive: locating recalls, removals, migrations already on tape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import structlog
+from sqlalchemy import func, select
+
+from tssd.backends.base import TapeBackend, TapeCopy
+from tssd.db.models import Kind, Request, State, utcnow
+from tssd.db.store import RequestStore
+from tssd.errors import ObjectNotFound, PermanentBackendError, TssdError
+from tssd.retry import Retrier
+
+log = structlog.get_logger()
+
+
+class Intake:
+    def __init__(self, store: RequestStore, backend: TapeBackend, retrier: Retrier,
+                 *, batch: int = 5000) -> None:  # fmt: skip
+        self.store = store
+        self.backend = backend
+        self.retrier = retrier
+        self.batch = batch
+
+    async def locate_recalls(self, busy_volumes: Iterable[str]) -> int:
+        """Find the tape copy for queued recalls that have none yet; return how many."""
+        stmt = (
+            select(Request)
+            .where(Request.kind == Kind.RECALL, Request.state == State.QUEUED,
+                   Request.volume.is_(None))
+            .order_by(Request.id)
+            .limit(self.batch)
+        )  # fmt: skip
+        async with self.store.sessions() as session:
+            rows = list((await session.scalars(stmt)).all())
+        if not rows:
+            return 0
+        pnfsids = sorted({r.pnfsid for r in rows if r.pnfsid})
+        copies = await self.retrier.call("locate", lambda: self.backend.locate(pnfsids))
+        preferred = set(busy_volumes) | await self._queued_volumes()
+        located: dict[int, tuple[str, int]] = {}
+        missing: list[int] = []
+        for row in rows:
+            copy = choose_copy(copies.get(row.pnfsid or "", []), preferred)
+            if copy is None:
+                missing.append(row.id)
+                continue
+            located[row.id] = (copy.volume, copy.position)
+            preferred.add(copy.volume)
+        await self.store.set_locations(located)
+        if missing:
+            await self._fail(missing, ObjectNotFound("no copy of the file on tape"))
+        return len(rows)
+
+    async def _queued_volumes(self) -> set[str]:
+        stmt = (
+            select(Request.volume)
+            .where(Request.kind == Kind.RECALL, Request.state.in_(("queued", "active")),
+                   Request.volume.is_not(None))
+            .group_by(Request.volume)
+        )  # fmt: skip
+        async with self.store.sessions() as session:
+            return {v for v in (await session.scalars(stmt)).all() if v}
+
+    async def removals(self) -> int:
+        """Carry out queued removals (a catalog operation: no drive needed)."""
+        stmt = (
+            select(Request)
+            .where(Request.kind == Kind.REMOVE, Request.state == State.QUEUED)
+            .order_by(Request.id).limit(self.batch)
+        )  # fmt: skip
+        claimed = await self.store.claim(stmt, None)
+        for row in claimed:
+            await self._remove(row)
+        return len(claimed)
+
+    async def _remove(self, row: Request) -> None:
+        bfid = row.bfid or ""
+        try:
+            await self.retrier.call("remove", lambda: self.backend.remove(bfid), bfid=bfid)
+        except ObjectNotFound:
+            # Removing what is already gone succeeds: dCache may repeat a remove.
+            log.info("remove.absent", request_id=row.id, bfid=bfid)
+        except TssdError as exc:
+            await self.store.finish(row.id, State.FAILED, type(exc).__name__, error=str(exc),
+                                    error_code=exc.exit_code)  # fmt: skip
+            log.warning("request.failed", kind="remove", request_id=row.id, bfid=bfid,
+                        error=str(exc))  # fmt: skip
+            return
+        await self.store.finish(row.id, State.DONE, "removed")
+        log.info("request.done", kind="remove", request_id=row.id, bfid=bfid)
+
+    async def migrations_on_tape(self) -> list[tuple[Request, TapeCopy]]:
+        """Queued migrations whose file is on tape already with the same size and checksum."""
+        stmt = (
+            select(Request)
+            .where(Request.kind == Kind.MIGRATE, Request.state == State.QUEUED,
+                   Request.checksum.is_not(None), Request.attempts == 0)
+            .order_by(Request.id).limit(self.batch)
+        )  # fmt: skip
+        async with self.store.sessions() as session:
+            rows = list((await session.scalars(stmt)).all())
+        if not rows:
+            return []
+        copies = await self.retrier.call(
+            "locate", lambda: self.backend.locate(sorted({r.pnfsid or "" for r in rows}))
+        )
+        found = []
+        for row in rows:
+            match = [c for c in copies.get(row.pnfsid or "", [])
+                     if c.size == row.size and c.adler32 == row.checksum]  # fmt: skip
+            if match:
+                found.append((row, match[0]))
+        return found
+
+    async def migration_groups(self) -> list[tuple[str, int, int, float]]:
+        """(storage class, files, bytes, oldest age in s) of queued migrations."""
+        stmt = (
+            select(Request.storage_class, func.count(), func.sum(Request.size),
+                   func.min(Request.created_at))
+            .where(Request.kind == Kind.MIGRATE, Request.state == State.QUEUED)
+            .group_by(Request.storage_class)
+        )  # fmt: skip
+        now = utcnow()
+        async with self.store.sessions() as session:
+            rows = (await session.execute(stmt)).all()
+        return [(sc or "", n, int(b or 0), _age(now, oldest)) for sc, n, b, oldest in rows]
+
+    async def _fail(self, ids: Sequence[int], exc: PermanentBackendError) -> None:
+        await self.store.transition(ids, (State.QUEUED,), State.FAILED, reason=type(exc).__name__,
+                                    values={"error": str(exc), "error_code": exc.exit_code,
+                                            "finished_at": utcnow()})  # fmt: skip
+        log.warning("request.failed", kind="recall", count=len(ids), error=str(exc))
+
+
+def choose_copy(copies: Sequence[TapeCopy], preferred: set[str]) -> TapeCopy | None:
+    """Prefer a copy on a tape that is mounted or already has work; else the oldest copy.
+
+    The oldest copy usually sits with the rest of its dataset (the GridKa duplicates
+    lesson: later copies are scattered re-writes). The full set-cover choice belongs to
+    the scheduler policy.
+    """
+    if not copies:
+        return None
+    on_preferred = [c for c in copies if c.volume in preferred]
+    pool = on_preferred or list(copies)
+    return min(pool, key=lambda c: (c.written_at, c.volume, c.position))
+
+
+def _age(now: object, then: object) -> float:
+    from datetime import UTC, datetime
+
+    if not isinstance(then, datetime) or not isinstance(now, datetime):
+        return 0.0
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    return max(0.0, (now - then).total_seconds())

@@ -1,0 +1,69 @@
+"""The daemon's components, wired together once per process (no global singletons)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from tssd.backends.base import TapeBackend
+from tssd.config import Settings
+from tssd.db.models import utcnow
+from tssd.db.store import RequestStore
+from tssd.metrics import Metrics
+from tssd.scheduler.core import Scheduler
+from tssd.scheduler.drives import DriveManager
+
+VERSION = "0.1.0"
+
+
+@dataclass
+class Services:
+    settings: Settings
+    store: RequestStore
+    backend: TapeBackend
+    metrics: Metrics
+    drives: DriveManager
+    scheduler: Scheduler
+    database: str
+    accepting: bool = True
+    started_at: datetime = field(default_factory=utcnow)
+    _started_mono: float = field(default_factory=time.monotonic)
+
+    async def status(self) -> dict[str, Any]:
+        counts: dict[str, dict[str, int]] = {}
+        queues: dict[str, dict[str, int]] = {}
+        for kind, queue, state, n in await self.store.counts():
+            per_kind = counts.setdefault(kind, {})
+            per_kind[state] = per_kind.get(state, 0) + n
+            per_queue = queues.setdefault(queue, {"queued": 0, "active": 0})
+            if state in per_queue:
+                per_queue[state] += n
+        for per_kind in counts.values():
+            for state in ("queued", "active", "done", "failed", "cancelled"):
+                per_kind.setdefault(state, 0)
+        queue_rows = await self.store.queues()
+        names = sorted(set(queues) | {q["name"] for q in queue_rows})
+        by_name = {q["name"]: q for q in queue_rows}
+        return {
+            "version": VERSION,
+            "started_at": self.started_at.isoformat(),
+            "uptime_s": round(time.monotonic() - self._started_mono, 3),
+            "backend": self.backend.name,
+            "database": self.database,
+            "accepting": self.accepting,
+            "counts": counts,
+            "queues": [
+                {"name": n, "priority": by_name.get(n, {}).get("priority", 0),
+                 "max_drives": by_name.get(n, {}).get("max_drives"),
+                 "paused": by_name.get(n, {}).get("paused", False),
+                 **queues.get(n, {"queued": 0, "active": 0})}
+                for n in names
+            ],  # fmt: skip
+            "drives": [
+                {"name": d.name, "enabled": d.enabled, "state": d.state, "volume": d.volume}
+                for d in sorted(self.drives.drives.values(), key=lambda d: d.name)
+            ],
+            "throughput": self.drives.throughput(),
+        }
