@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from logging.config import fileConfig
+from pathlib import Path
 
 from alembic import context
 from sqlalchemy import pool
@@ -70,7 +71,11 @@ def do_run_migrations(connection: Connection) -> None:
 async def run_async_migrations() -> None:
     # No tssd pragmas here: SQLite's foreign_keys stays off, as batch mode's table
     # copies need (DROP TABLE would otherwise cascade into the referencing rows).
-    engine = create_async_engine(_url(), poolclass=pool.NullPool)
+    url = make_url(_url())
+    if _is_sqlite(url.get_backend_name()) and url.database and url.database != ":memory:":
+        # Like tssd serve: a fresh TSSD_HOME gets its directory created.
+        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(url, poolclass=pool.NullPool)
     try:
         async with engine.connect() as connection:
             await connection.run_sync(do_run_migrations)

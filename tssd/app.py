@@ -50,12 +50,18 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Asyn
     """Every component of a daemon, opened in order and closed in reverse."""
     clock = clock or RealClock()
     async with AsyncExitStack() as stack:
-        engine = create_engine(settings.database_url, pool_size=settings.database.pool_size,
-                               busy_timeout_s=settings.database.busy_timeout_s)  # fmt: skip
+        engine = create_engine(
+            settings.database_url,
+            pool_size=settings.database.pool_size,
+            busy_timeout_s=settings.database.busy_timeout_s,
+        )
         stack.push_async_callback(engine.dispose)
         revision = await ensure_schema(engine, auto_init=settings.database.auto_init)
-        log.info("db.ready", database=make_url(settings.database_url).get_backend_name(),
-                 revision=revision)  # fmt: skip
+        log.info(
+            "db.ready",
+            database=make_url(settings.database_url).get_backend_name(),
+            revision=revision,
+        )
         sessions = session_factory(engine)
         metrics = Metrics()
         backend = await stack.enter_async_context(create_backend(settings, sessions, clock))
@@ -63,12 +69,28 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Asyn
         retrier = Retrier(RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s), metrics, clock)
         store = RequestStore(sessions, postgres=is_postgres(engine))
         drives = DriveManager(backend, sessions, retrier, metrics, clock)
-        runner = SessionRunner(store, backend, drives, retrier, metrics, sink_for=file_sink,
-                               source_for=file_source, chunk=settings.scheduler.recall_chunk)  # fmt: skip
-        scheduler = Scheduler(settings.scheduler, store, drives, Intake(store, backend, retrier),
-                              runner, metrics)  # fmt: skip
-        yield Services(settings=settings, store=store, backend=backend, metrics=metrics,
-                       drives=drives, scheduler=scheduler, database=engine.dialect.name)  # fmt: skip
+        runner = SessionRunner(
+            store,
+            backend,
+            drives,
+            retrier,
+            metrics,
+            sink_for=file_sink,
+            source_for=file_source,
+            chunk=settings.scheduler.recall_chunk,
+        )
+        scheduler = Scheduler(
+            settings.scheduler, store, drives, Intake(store, backend, retrier), runner, metrics
+        )
+        yield Services(
+            settings=settings,
+            store=store,
+            backend=backend,
+            metrics=metrics,
+            drives=drives,
+            scheduler=scheduler,
+            database=engine.dialect.name,
+        )
 
 
 async def serve(settings: Settings) -> None:
@@ -81,8 +103,12 @@ async def serve(settings: Settings) -> None:
         await services.scheduler.start()
         addresses = await start_listeners(services, listeners)
         task = asyncio.create_task(services.scheduler.run(), name="scheduler")
-        log.info("daemon.ready", listen=addresses, backend=services.backend.name,
-                 drives=len(services.drives.drives))  # fmt: skip
+        log.info(
+            "daemon.ready",
+            listen=addresses,
+            backend=services.backend.name,
+            drives=len(services.drives.drives),
+        )
         await stop.wait()
         log.info("daemon.stopping", grace_s=settings.scheduler.shutdown_grace_s)
         services.accepting = False

@@ -1,13 +1,9 @@
 """``tss-hsm``: the script a dCache pool runs to put, get and remove files via tssd.
 
-One dCache call becomes one tssd request (or one per URI for ``remove``); the outcome becomes
-the exit code dCache expects (contracts section 2). dCache forks this script for every file,
-so it imports only the standard library and :mod:`tssd.wire`: each call pays for starting the
-interpreter and little more.
-
-Layout: argument parsing (pure functions returning a :class:`Call`), the actions
-(:func:`do_put`, :func:`do_get`, :func:`do_remove`), waiting, then exit-code mapping in
-:func:`main`.
+One dCache call becomes one tssd request (one per URI for ``remove``) and its outcome the exit
+code dCache expects (contracts section 2). dCache forks it for every file, so it imports only
+the standard library and :mod:`tssd.wire`. Layout: parsing (pure, returns a :class:`Call`),
+actions, waiting, exit-code mapping in :func:`main`.
 """
 
 from __future__ import annotations
@@ -19,10 +15,9 @@ import re
 import signal
 import sys
 import time
-import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -52,50 +47,40 @@ WAIT_READ_S = WAIT_S + 30
 BACKOFF_FIRST_S = 0.2
 BACKOFF_MAX_S = 5.0
 DEFAULT_RECONNECT_S = 3600.0
-CHUNK = 1 << 20
 
 _PNFSID = re.compile(r"[0-9A-Fa-f]{1,64}")
-_INT = re.compile(r"[+-]?[0-9]+")
+_INT = re.compile(r"[+-]?[0-9]{1,19}")  # bounded: int() refuses huge digit strings
 _ADLER32 = re.compile(r"[0-9A-Fa-f]{1,8}")
 
 HELP = """\
 usage: tss-hsm put <pnfsid> <path> -si=<storage info> [-key=value ...]
        tss-hsm get <pnfsid> <path> -si=<storage info> -uri=<uri> [-uri=<uri> ...] [-key=value ...]
        tss-hsm remove -uri=<uri> [-uri=<uri> ...] [-key=value ...]
-       tss-hsm --help
 
-The dCache HSM script of tssd. Configure it on a pool with
-  hsm create osm <instance> script -command=/usr/bin/tss-hsm [-tssd=...] [-mode=...] ...
-
-Commands:
-  put      migrate the pool file <path> to tape; prints the tape URI on stdout
+The dCache HSM script of tssd (hsm create osm <name> script -command=.../tss-hsm ...).
+  put      migrate the pool file <path> to tape; prints its tape URI on stdout
   get      recall the file to <path>; writes <path>.crcval with its adler32
-  remove   delete the tape copy named by each -uri= (its bfid= query parameter)
+  remove   delete the tape copy of each -uri= (named by its bfid= parameter)
 
-Options (-key=value, or bare -key for an empty value; unknown options are ignored):
-  -tssd=TARGET            tssd socket path, unix:PATH or http(s):// URL; default $TSSD_URL,
-                          else $TSSD_HOME/tssd.sock, else ~/.local/state/tssd/tssd.sock
-  -mode=block|poll        block (default): wait until the request finishes.
-                          poll: submit (or attach to the open request) and exit 72 while
-                          it is in progress; dCache calls again after p:delay
-  -queue=NAME             tssd queue for the request (default: the daemon's)
-  -priority=INT           priority within the queue (higher first)
-  -hsmType=TYPE           URI scheme for put (default: hsm= of the storage info, else osm)
-  -hsmInstance=NAME       URI authority for put (default: the -uri= authority, else the type)
-  -reconnect-timeout=S    how long to wait for a restarting tssd mid-wait (default 3600)
-  -si=STORAGEINFO         storage info from dCache (size=..;sClass=..;flag-c=1:<adler32>;..)
-  -uri=URI                a tape location: <type>://<instance>/?store=..&group=..&bfid=..
+Options, as -key=value (a bare -key is empty, i.e. unset; unknown options are ignored):
+  -tssd=TARGET          socket path, unix:PATH or http(s):// URL; default $TSSD_URL,
+                        else $TSSD_HOME/tssd.sock, else ~/.local/state/tssd/tssd.sock
+  -mode=block|poll      block (default) waits for the request; poll submits (or attaches
+                        to the open request) and exits 72 until it has finished
+  -queue=NAME           tssd queue (default: the daemon's)
+  -priority=INT         priority within the queue
+  -hsmType=TYPE         URI scheme (default: hsm= of the storage info, else osm)
+  -hsmInstance=NAME     URI authority (default: that of the first -uri=, else the type)
+  -reconnect-timeout=S  how long to wait for a restarting tssd mid-wait (default 3600)
+  -si=STORAGEINFO       from dCache: size=..;sClass=..;flag-c=1:<adler32>;store=..;...
+  -uri=URI              a copy on tape: <type>://<instance>/?store=..&group=..&bfid=..
+Environment: TSSD_URL, TSSD_HOME (see -tssd), TSSD_TOKEN_FILE (API bearer token).
 
-Environment: TSSD_URL, TSSD_HOME (see -tssd), TSSD_TOKEN_FILE (bearer token for tssd).
-
-Exit codes:
-  0    done                        41   no space on the destination
-  1    tssd unreachable, other     42   cannot read the source file (put)
-  31   permanent backend failure   43   cannot write the destination file (get)
-  32   invalid arguments           72   still in progress (poll mode)
-  143  terminated (SIGTERM); the request stays in tssd and a new call attaches to it
-
-stdout carries only the URI printed by put; every diagnostic is one line on stderr.
+Exit codes: 0 done; 1 tssd unreachable or other failure (dCache retries); 31 permanent
+backend failure; 32 invalid arguments; 41 no space on the destination; 42 source
+unreadable; 43 destination unwritable; 72 in progress (poll mode); 143 SIGTERM (the
+request stays in tssd and the next call attaches to it). stdout carries only put's URI;
+every diagnostic is one line on stderr.
 """
 
 
@@ -119,9 +104,6 @@ class Terminated(BaseException):
     """SIGTERM. A BaseException so that no ``except Exception`` on the way can swallow it."""
 
 
-# --------------------------------------------------------------------------- parsing
-
-
 @dataclass(frozen=True)
 class StorageInfo:
     """The parts of dCache's storage info string that tssd needs."""
@@ -133,7 +115,6 @@ class StorageInfo:
     group: str | None = None
     adler32: str | None = None
     locations: tuple[str, ...] = ()
-    keys: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -173,7 +154,6 @@ class Call:
     options: Options
     uris: tuple[Location, ...] = ()
     transfer: Transfer | None = None
-    pnfsid: str | None = None
 
 
 def parse_args(argv: Sequence[str]) -> Call:
@@ -186,9 +166,13 @@ def parse_args(argv: Sequence[str]) -> Call:
         raise UsageError(f"unknown command {verb!r}: expected put, get or remove")
     uris = tuple(parse_location(uri) for uri in options.get("uri", []))
     parsed = parse_options(options)
-    if verb == "remove":
-        return Call(verb, parsed, uris, pnfsid=_remove_pnfsid(rest, uris))
-    return Call(verb, parsed, uris, transfer=parse_transfer(verb, rest, options))
+    if verb != "remove":
+        return Call(verb, parsed, uris, transfer=parse_transfer(verb, rest, options))
+    if rest:
+        raise UsageError(f"unexpected argument {rest[0][:80]!r}")
+    if not uris:
+        raise UsageError("remove needs at least one -uri=")
+    return Call(verb, parsed, uris)
 
 
 def split_argv(argv: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
@@ -265,15 +249,6 @@ def parse_transfer(verb: str, rest: list[str], options: dict[str, list[str]]) ->
     return Transfer(pnfsid, path, parse_storage_info(si[-1]))
 
 
-def _remove_pnfsid(rest: list[str], uris: tuple[Location, ...]) -> str | None:
-    # dCache sends no pnfsid to remove; older scripts' callers did, so one is tolerated.
-    if len(rest) > 1:
-        raise UsageError(f"unexpected argument {rest[1][:80]!r}")
-    if not uris:
-        raise UsageError("remove needs at least one -uri=")
-    return parse_pnfsid(rest[0]) if rest else None
-
-
 def parse_location(uri: str) -> Location:
     try:
         parts = urlsplit(uri)
@@ -299,12 +274,11 @@ def parse_storage_info(text: str) -> StorageInfo:
     return StorageInfo(
         size=_size(keys.get("size")),
         storage_class=_storage_class(keys.get("sClass"), store, group),
-        hsm=_dash_is_none(keys.get("hsm")),
+        hsm=keys.get("hsm") if keys.get("hsm") not in (None, "", "-") else None,
         store=store,
         group=group,
         adler32=_flag_adler32(keys.get("flag-c")),
         locations=tuple(locations),
-        keys=keys,
     )
 
 
@@ -325,14 +299,9 @@ def _size(text: str | None) -> int:
     return size
 
 
-def _dash_is_none(value: str | None) -> str | None:
-    return None if value in (None, "", "-") else value
-
-
 def _storage_class(sclass: str | None, store: str | None, group: str | None) -> str | None:
-    explicit = _dash_is_none(sclass)
-    if explicit is not None:
-        return explicit
+    if sclass and sclass != "-":
+        return sclass
     return f"{store}:{group}" if store and group else None
 
 
@@ -348,30 +317,19 @@ def _flag_adler32(value: str | None) -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------- actions
-
-
 def run(call: Call) -> int:
     client = wire.Client(call.options.tssd)
-    action: dict[str, Callable[[wire.Client, Call], int]] = {
-        "put": do_put,
-        "get": do_get,
-        "remove": do_remove,
-    }
-    return action[call.verb](client, call)
-
-
-def _transfer(call: Call) -> Transfer:
     if call.transfer is None:
-        raise UsageError(f"{call.verb} needs <pnfsid> <path> -si=")
-    return call.transfer
+        return do_remove(client, call)
+    action = do_put if call.verb == "put" else do_get
+    return action(client, call, call.transfer)
 
 
-def do_put(client: wire.Client, call: Call) -> int:
-    transfer = _transfer(call)
+def do_put(client: wire.Client, call: Call, transfer: Transfer) -> int:
     path = os.path.abspath(transfer.path)
     check_source(path, transfer.si.size)
-    request = await_request(client, submit(client, put_body(call, transfer, path)), call.options)
+    body = _compact(_file_body("migrate", call, transfer, path))
+    request = await_request(client, submit(client, body), call.options)
     if request is None:
         return EXIT_PENDING
     uri = request.get("uri")
@@ -382,8 +340,7 @@ def do_put(client: wire.Client, call: Call) -> int:
     return EXIT_OK
 
 
-def do_get(client: wire.Client, call: Call) -> int:
-    transfer = _transfer(call)
+def do_get(client: wire.Client, call: Call, transfer: Transfer) -> int:
     path = os.path.abspath(transfer.path)
     check_destination(path)
     request = await_request(client, submit(client, get_body(call, transfer, path)), call.options)
@@ -419,9 +376,11 @@ def check_destination(path: str) -> None:
 
 
 def finish_recall(request: dict[str, Any], path: str, si: StorageInfo) -> int:
-    size = request.get("size")
+    size, actual = request.get("size"), request.get("adler32")
     check_delivered(request["id"], path, size if type(size) is int else si.size)
-    actual = _normal_adler32(request.get("adler32")) or adler32_of(path)
+    if not isinstance(actual, str) or not _ADLER32.fullmatch(actual):
+        raise HsmExit(EXIT_OTHER, f"request {request['id']} is done but reports no adler32")
+    actual = actual.lower().zfill(8)
     if si.adler32 is not None and actual != si.adler32:
         # No .crcval: dCache only reads it after exit 0, so it would be litter in the pool.
         raise HsmExit(
@@ -447,24 +406,6 @@ def check_delivered(request_id: int, path: str, size: int) -> None:
         )
 
 
-def _normal_adler32(value: Any) -> str | None:
-    if isinstance(value, str) and _ADLER32.fullmatch(value):
-        return value.lower().zfill(8)
-    return None
-
-
-def adler32_of(path: str) -> str:
-    """Fallback for a daemon that reports no adler32: read the delivered file."""
-    value = 1
-    try:
-        with open(path, "rb") as fh:
-            while chunk := fh.read(CHUNK):
-                value = zlib.adler32(chunk, value)
-    except OSError as exc:
-        raise HsmExit(EXIT_OTHER, f"cannot read back {path}: {exc.strerror or exc}") from exc
-    return f"{value:08x}"
-
-
 def write_crcval(path: str, adler32: str) -> None:
     # Written under a temporary name so dCache never reads a half-written checksum.
     target = path + ".crcval"
@@ -481,27 +422,16 @@ def write_crcval(path: str, adler32: str) -> None:
             os.unlink(temporary)
 
 
-# --------------------------------------------------------------------------- requests
-
-
 def _compact(body: dict[str, Any]) -> dict[str, Any]:
     # Unset fields are left out so the daemon applies its own defaults.
     return {key: value for key, value in body.items() if value is not None}
 
 
-def hsm_type(call: Call) -> str:
-    from_si = call.transfer.si.hsm if call.transfer else None
-    return call.options.hsm_type or from_si or "osm"
-
-
-def hsm_instance(call: Call) -> str:
+def _file_body(kind: str, call: Call, transfer: Transfer, path: str) -> dict[str, Any]:
+    si, options = transfer.si, call.options
+    hsm_type = options.hsm_type or si.hsm or "osm"
     # dCache passes only URIs whose authority is this pool's HSM instance name.
     from_uri = call.uris[0].instance if call.uris else None
-    return call.options.hsm_instance or from_uri or hsm_type(call)
-
-
-def _file_body(kind: str, call: Call, transfer: Transfer, path: str) -> dict[str, Any]:
-    si = transfer.si
     return {
         "kind": kind,
         "pnfsid": transfer.pnfsid,
@@ -509,17 +439,13 @@ def _file_body(kind: str, call: Call, transfer: Transfer, path: str) -> dict[str
         "size": si.size,
         "storage_class": si.storage_class,
         "checksum": si.adler32,
-        "hsm_type": hsm_type(call),
-        "hsm_instance": hsm_instance(call),
+        "hsm_type": hsm_type,
+        "hsm_instance": options.hsm_instance or from_uri or hsm_type,
         "store": si.store,
         "group": si.group,
-        "queue": call.options.queue,
-        "priority": call.options.priority,
+        "queue": options.queue,
+        "priority": options.priority,
     }
-
-
-def put_body(call: Call, transfer: Transfer, path: str) -> dict[str, Any]:
-    return _compact(_file_body("migrate", call, transfer, path))
 
 
 def get_body(call: Call, transfer: Transfer, path: str) -> dict[str, Any]:
@@ -534,7 +460,6 @@ def remove_body(call: Call, location: Location) -> dict[str, Any]:
             "kind": "remove",
             "uris": [location.uri],
             "bfid": location.bfid,
-            "pnfsid": call.pnfsid,
             "queue": call.options.queue,
             "priority": call.options.priority,
         }
@@ -557,10 +482,6 @@ def request_of(answer: dict[str, Any]) -> dict[str, Any]:
     return request
 
 
-def is_finished(request: dict[str, Any]) -> bool:
-    return request.get("state") in FINISHED
-
-
 def await_request(
     client: wire.Client, request: dict[str, Any], options: Options
 ) -> dict[str, Any] | None:
@@ -568,7 +489,7 @@ def await_request(
 
     Poll mode relies on submit being idempotent: the next call finds the same request.
     """
-    if not is_finished(request):
+    if request.get("state") not in FINISHED:
         if options.mode == "poll":
             return None
         request = wait_block(client, request["id"], options.reconnect_timeout)
@@ -591,7 +512,7 @@ def wait_block(client: wire.Client, request_id: int, limit_s: float) -> dict[str
             continue
         pacing.back()
         request = request_of(answer)
-        if answer.get("finished") is True or is_finished(request):
+        if answer.get("finished") is True or request.get("state") in FINISHED:
             return request
 
 
@@ -632,18 +553,12 @@ def ensure_done(request: dict[str, Any]) -> dict[str, Any]:
         return request
     if state == "failed":
         reason = request.get("error") or "no reason given"
-        raise HsmExit(failure_code(request), f"request {request_id} failed: {reason}")
+        code = request.get("error_code")
+        code = code if type(code) is int and code in PASS_THROUGH else EXIT_OTHER
+        raise HsmExit(code, f"request {request_id} failed: {reason}")
     if state == "cancelled":
         raise HsmExit(EXIT_OTHER, f"request {request_id} was cancelled in tssd")
     raise HsmExit(EXIT_OTHER, f"request {request_id} is in unexpected state {state!r}")
-
-
-# --------------------------------------------------------------------------- exit codes
-
-
-def failure_code(request: dict[str, Any]) -> int:
-    code = request.get("error_code")
-    return code if type(code) is int and code in PASS_THROUGH else EXIT_OTHER
 
 
 def api_exit_code(exc: wire.ApiError) -> int:
@@ -659,40 +574,26 @@ def diag(message: str) -> None:
         sys.stderr.flush()
 
 
-def _label(call: Call | None) -> str:
-    if call is None:
-        return ""
-    if call.transfer is not None:
-        return f"{call.verb} {call.transfer.pnfsid}: "
-    return f"{call.verb} bfid={','.join(location.bfid for location in call.uris)}: "
-
-
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     # A second SIGTERM during the farewell line must kill us, not raise out of main.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     raise Terminated
 
 
-def _wants_help(args: Sequence[str]) -> bool:
-    return "--help" in args or (bool(args) and args[0] in ("-h", "help"))
-
-
 def _dispatch(args: Sequence[str]) -> int:
-    if _wants_help(args):
+    if "--help" in args or args[:1] in (["-h"], ["help"]):
         sys.stdout.write(HELP)
         return EXIT_OK
-    call: Call | None = None
     try:
-        call = parse_args(args)
-        return run(call)
+        return run(parse_args(args))
     except HsmExit as exc:
-        diag(_label(call) + exc.message)
+        diag(exc.message)
         return exc.code
     except wire.ApiError as exc:
-        diag(_label(call) + f"tssd refused ({exc.status} {exc.type}): {exc.message}")
+        diag(f"tssd refused ({exc.status} {exc.type}): {exc.message}")
         return api_exit_code(exc)
     except wire.WireError as exc:
-        diag(_label(call) + str(exc))
+        diag(str(exc))
         return EXIT_OTHER
 
 

@@ -27,25 +27,34 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests_total = Counter(
-            "tssd_requests", "Requests finished, by outcome.",
-            ["kind", "queue", "outcome"], registry=r,
-        )  # fmt: skip
+            "tssd_requests",
+            "Requests finished, by outcome.",
+            ["kind", "queue", "outcome"],
+            registry=r,
+        )
         self.requests_pending = Gauge(
             "tssd_requests_pending", "Requests queued or active.", ["kind", "queue"], registry=r
         )
         self.request_duration = Histogram(
-            "tssd_request_duration_seconds", "Time from submission to completion.",
-            ["kind", "queue"], buckets=_SECONDS, registry=r,
-        )  # fmt: skip
+            "tssd_request_duration_seconds",
+            "Time from submission to completion.",
+            ["kind", "queue"],
+            buckets=_SECONDS,
+            registry=r,
+        )
         self.mounts_total = Counter("tssd_mounts", "Tape mounts performed.", registry=r)
         self.mount_seconds = Histogram(
-            "tssd_mount_seconds", "Robot exchange plus load until the tape is ready.",
-            buckets=_MOUNT_SECONDS, registry=r,
-        )  # fmt: skip
+            "tssd_mount_seconds",
+            "Robot exchange plus load until the tape is ready.",
+            buckets=_MOUNT_SECONDS,
+            registry=r,
+        )
         self.mount_session_seconds = Histogram(
-            "tssd_mount_session_seconds", "Time from mount to dismount.",
-            buckets=_SESSION_SECONDS, registry=r,
-        )  # fmt: skip
+            "tssd_mount_session_seconds",
+            "Time from mount to dismount.",
+            buckets=_SESSION_SECONDS,
+            registry=r,
+        )
         self.mount_files = Histogram(
             "tssd_mount_files", "Files transferred per mount.", buckets=_FILES, registry=r
         )
@@ -55,12 +64,15 @@ class Metrics:
         self.mount_efficiency = Histogram(
             "tssd_mount_efficiency",
             "Per mount: time transferring divided by time the tape was held mounted.",
-            buckets=_RATIO, registry=r,
-        )  # fmt: skip
+            buckets=_RATIO,
+            registry=r,
+        )
         self.locate_seconds = Histogram(
-            "tssd_locate_seconds", "Time positioning the tape before a file.",
-            buckets=_LOCATE, registry=r,
-        )  # fmt: skip
+            "tssd_locate_seconds",
+            "Time positioning the tape before a file.",
+            buckets=_LOCATE,
+            registry=r,
+        )
         self.transfer_bytes_total = Counter(
             "tssd_transfer_bytes", "Bytes moved between tape and disk.", ["kind"], registry=r
         )
@@ -68,9 +80,10 @@ class Metrics:
             "tssd_backend_errors", "Backend operation errors.", ["transient"], registry=r
         )
         self.backend_retries_total = Counter(
-            "tssd_backend_retries", "Backend operations retried after a transient error.",
+            "tssd_backend_retries",
+            "Backend operations retried after a transient error.",
             registry=r,
-        )  # fmt: skip
+        )
         self.drives = Gauge("tssd_drives", "Drives by state.", ["state"], registry=r)
 
     def exposition(self) -> bytes:

@@ -47,12 +47,25 @@ class Retrier:
             except TransientBackendError as exc:
                 self.metrics.backend_errors_total.labels(transient="true").inc()
                 if attempt >= self.policy.attempts:
-                    log.warning("backend.gave_up", op=op, attempts=attempt, error=str(exc),
-                                code=exc.code, **context)  # fmt: skip
+                    log.warning(
+                        "backend.gave_up",
+                        op=op,
+                        attempts=attempt,
+                        error=str(exc),
+                        code=exc.code,
+                        **context,
+                    )
                     raise
                 delay = self.policy.delay(attempt)
-                log.info("backend.retry", op=op, attempt=attempt, delay_s=delay,
-                         error=str(exc), code=exc.code, **context)  # fmt: skip
+                log.info(
+                    "backend.retry",
+                    op=op,
+                    attempt=attempt,
+                    delay_s=delay,
+                    error=str(exc),
+                    code=exc.code,
+                    **context,
+                )
                 self.metrics.backend_retries_total.inc()
                 await self.clock.sleep(delay)
                 attempt += 1

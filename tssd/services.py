@@ -55,12 +55,15 @@ class Services:
             "accepting": self.accepting,
             "counts": counts,
             "queues": [
-                {"name": n, "priority": by_name.get(n, {}).get("priority", 0),
-                 "max_drives": by_name.get(n, {}).get("max_drives"),
-                 "paused": by_name.get(n, {}).get("paused", False),
-                 **queues.get(n, {"queued": 0, "active": 0})}
+                {
+                    "name": n,
+                    "priority": by_name.get(n, {}).get("priority", 0),
+                    "max_drives": by_name.get(n, {}).get("max_drives"),
+                    "paused": by_name.get(n, {}).get("paused", False),
+                    **queues.get(n, {"queued": 0, "active": 0}),
+                }
                 for n in names
-            ],  # fmt: skip
+            ],
             "drives": [
                 {"name": d.name, "enabled": d.enabled, "state": d.state, "volume": d.volume}
                 for d in sorted(self.drives.drives.values(), key=lambda d: d.name)

@@ -54,7 +54,7 @@ def parse_submit(body: Any, default_queue: str = "default") -> SubmitSpec:
     if not isinstance(body, dict):
         raise InvalidRequest("a request must be a JSON object")
     try:
-        kind = Kind(body.get("kind"))
+        kind = Kind(str(body.get("kind")))
     except ValueError:
         raise InvalidRequest("kind must be one of recall, migrate, remove") from None
     common = _common_fields(body, default_queue)
@@ -68,9 +68,15 @@ def parse_submit(body: Any, default_queue: str = "default") -> SubmitSpec:
     for uri in uris:
         bfid_from_uri(uri)
     return SubmitSpec(
-        kind=kind, key=pnfsid.upper(), pnfsid=pnfsid.upper(), path=path, size=size,
-        storage_class=storage_class, uris=uris, **common,
-    )  # fmt: skip
+        kind=kind,
+        key=pnfsid.upper(),
+        pnfsid=pnfsid.upper(),
+        path=path,
+        size=size,
+        storage_class=storage_class,
+        uris=uris,
+        **common,
+    )
 
 
 def _parse_remove(body: dict[str, Any], common: dict[str, Any]) -> SubmitSpec:
@@ -84,9 +90,13 @@ def _parse_remove(body: dict[str, Any], common: dict[str, Any]) -> SubmitSpec:
         raise InvalidRequest("bfid must be 1-255 characters of [A-Za-z0-9_.:@/+-]")
     pnfsid = body.get("pnfsid")
     return SubmitSpec(
-        kind=Kind.REMOVE, key=bfid, bfid=bfid, uris=uris,
-        pnfsid=_pnfsid(pnfsid).upper() if pnfsid is not None else None, **common,
-    )  # fmt: skip
+        kind=Kind.REMOVE,
+        key=bfid,
+        bfid=bfid,
+        uris=uris,
+        pnfsid=_pnfsid(pnfsid).upper() if pnfsid is not None else None,
+        **common,
+    )
 
 
 def _common_fields(body: dict[str, Any], default_queue: str) -> dict[str, Any]:
@@ -154,7 +164,8 @@ def _uris(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def make_uri(hsm_type: str, hsm_instance: str, store: str | None, group: str | None,
-             bfid: str) -> str:  # fmt: skip
+def make_uri(
+    hsm_type: str, hsm_instance: str, store: str | None, group: str | None, bfid: str
+) -> str:
     """The URI ``tss-hsm put`` prints: dCache keeps it and hands it back on get/remove."""
     return f"{hsm_type}://{hsm_instance}/?store={store or ''}&group={group or ''}&bfid={bfid}"

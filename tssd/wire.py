@@ -29,7 +29,8 @@ class ApiError(Exception):
     """tssd answered with an error status; ``payload`` is its JSON error object."""
 
     def __init__(self, status: int, payload: dict[str, Any]) -> None:
-        err = payload.get("error") if isinstance(payload.get("error"), dict) else {}
+        raw = payload.get("error")
+        err: dict[str, Any] = raw if isinstance(raw, dict) else {}
         message = str(err.get("message") or payload or f"HTTP {status}")
         super().__init__(message)
         self.status = status
@@ -127,7 +128,9 @@ class Client:
         try:
             data = json.loads(raw) if raw else {}
         except ValueError as exc:
-            raise WireError(f"tssd at {self.target} sent non-JSON (HTTP {response.status})") from exc
+            raise WireError(
+                f"tssd at {self.target} sent non-JSON (HTTP {response.status})"
+            ) from exc
         if not isinstance(data, dict):
             raise WireError(f"tssd at {self.target} sent an unexpected answer")
         if response.status >= 400:

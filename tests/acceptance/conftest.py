@@ -73,8 +73,9 @@ class Daemon:
         self.home.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         log = self.log_path.open("wb")
-        self.proc = subprocess.Popen([str(BIN / "tssd"), "serve"], env=self.env,
-                                     stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        self.proc = subprocess.Popen(
+            [str(BIN / "tssd"), "serve"], env=self.env, stdout=log, stderr=subprocess.STDOUT
+        )
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -92,8 +93,9 @@ class Daemon:
         return Client(str(self.socket))
 
     def log(self) -> str:
-        return "\n".join(p.read_text(errors="replace")[-20000:] for p in
-                         sorted(self.home.glob("tssd-*.log")))  # fmt: skip
+        return "\n".join(
+            p.read_text(errors="replace")[-20000:] for p in sorted(self.home.glob("tssd-*.log"))
+        )
 
     def events(self) -> list[dict[str, Any]]:
         found = []
@@ -114,11 +116,13 @@ class Daemon:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def run(self, tool: str, *args: str, timeout: float = 120.0,
-            env: dict[str, str] | None = None) -> Result:  # fmt: skip
+    def run(
+        self, tool: str, *args: str, timeout: float = 120.0, env: dict[str, str] | None = None
+    ) -> Result:
         cmd = [str(BIN / tool), *args]
-        proc = subprocess.run(cmd, env=env or self.env, capture_output=True, text=True,
-                              timeout=timeout, check=False)  # fmt: skip
+        proc = subprocess.run(
+            cmd, env=env or self.env, capture_output=True, text=True, timeout=timeout, check=False
+        )
         return Result(cmd, proc.returncode, proc.stdout, proc.stderr)
 
     def hsm(self, *args: str, **kw: Any) -> Result:
@@ -161,11 +165,13 @@ def daemon(tmp_path: Path, db_url: str) -> Iterator[Daemon]:
             d.stop(signal.SIGKILL)
 
 
-def storage_info(size: int, adler: str | None = None, store: str = "atlas",
-                 group: str = "tape") -> str:  # fmt: skip
-    si = (f"size={size};new=true;stored=false;sClass={store}:{group};cClass=-;hsm=osm;"
-          f"accessLatency=NEARLINE;retentionPolicy=CUSTODIAL;")  # fmt: skip
+def storage_info(
+    size: int, adler: str | None = None, store: str = "atlas", group: str = "tape"
+) -> str:
+    si = (
+        f"size={size};new=true;stored=false;sClass={store}:{group};cClass=-;hsm=osm;"
+        f"accessLatency=NEARLINE;retentionPolicy=CUSTODIAL;"
+    )
     if adler:
         si += f"flag-c=1:{adler};"
     return si + f"uid=1000;gid=1000;store={store};group={group};path=/pnfs/test/{size};"
-

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Daemon, storage_info
+from conftest import BIN, Daemon, storage_info
 
 pytestmark = pytest.mark.slow
 
@@ -33,11 +34,18 @@ def bad_calls(tmp: Path) -> list[tuple[str, list[str], int]]:
         ("remove without uri", ["remove"], 32),
         ("source missing", ["put", PID, str(tmp / "nope"), si], 42),
         ("source unreadable", ["put", PID, str(unreadable), si], 42),
-        ("destination directory missing", ["get", PID, str(tmp / "no" / "dir" / PID), si,
-                                           "-uri=osm://osm/?store=a&group=b&bfid=abc"], 43),
-    ]  # fmt: skip
-
-
+        (
+            "destination directory missing",
+            [
+                "get",
+                PID,
+                str(tmp / "no" / "dir" / PID),
+                si,
+                "-uri=osm://osm/?store=a&group=b&bfid=abc",
+            ],
+            43,
+        ),
+    ]
 
 
 def test_bad_input_leaves_tssd_running_and_records_nothing(daemon: Daemon, tmp_path: Path) -> None:
@@ -73,12 +81,13 @@ def test_sigterm_stops_intake_and_finishes_in_flight(daemon: Daemon, tmp_path: P
     src = tmp_path / "f"
     src.write_bytes(os.urandom(1000))
     proc_args = ("put", PID, str(src), f"-si={storage_info(1000)}")
-    import subprocess
-
-    from conftest import BIN
-
-    shim = subprocess.Popen([str(BIN / "tss-hsm"), *proc_args], env=daemon.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    shim = subprocess.Popen(
+        [str(BIN / "tss-hsm"), *proc_args],
+        env=daemon.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     daemon.wait_for(lambda: any(r["state"] == "active" for r in daemon.requests()))
     assert daemon.stop(signal.SIGTERM) == 0
     events = [e["event"] for e in daemon.events()]
@@ -86,4 +95,4 @@ def test_sigterm_stops_intake_and_finishes_in_flight(daemon: Daemon, tmp_path: P
     # The migration in flight finished before the daemon stopped.
     assert any(e.get("event") == "request.done" for e in daemon.events())
     shim.kill()
-    shim.wait()
+    shim.communicate()

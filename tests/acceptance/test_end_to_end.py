@@ -39,11 +39,19 @@ def test_put_get_remove_many(daemon: Daemon, tmp_path: Path) -> None:
 
     def put(f: tuple[str, Path, int, str, tuple[str, str]]) -> None:
         pid, path, size, adler, (store, group) = f
-        res = daemon.hsm("put", pid, str(path), f"-si={storage_info(size, adler, store, group)}",
-                         "-c:puts=5", "-hsmInstance=osm")  # fmt: skip
+        res = daemon.hsm(
+            "put",
+            pid,
+            str(path),
+            f"-si={storage_info(size, adler, store, group)}",
+            "-c:puts=5",
+            "-hsmInstance=osm",
+        )
         assert res.returncode == 0, res.stderr
         lines = res.stdout.splitlines()
-        assert len(lines) == 1 and lines[0].startswith(f"osm://osm/?store={store}&group={group}&bfid=")
+        assert len(lines) == 1 and lines[0].startswith(
+            f"osm://osm/?store={store}&group={group}&bfid="
+        )
         uris[pid] = lines[0]
 
     with ThreadPoolExecutor(16) as pool:
@@ -60,8 +68,13 @@ def test_put_get_remove_many(daemon: Daemon, tmp_path: Path) -> None:
     def get(f: tuple[str, Path, int, str, tuple[str, str]]) -> None:
         pid, _path, size, adler, (store, group) = f
         dest = out / pid
-        res = daemon.hsm("get", pid, str(dest), f"-si={storage_info(size, adler, store, group)}",
-                         f"-uri={uris[pid]}")  # fmt: skip
+        res = daemon.hsm(
+            "get",
+            pid,
+            str(dest),
+            f"-si={storage_info(size, adler, store, group)}",
+            f"-uri={uris[pid]}",
+        )
         assert res.returncode == 0, res.stderr
         assert res.stdout == ""
         assert (out / f"{pid}.crcval").read_text().splitlines()[0] == adler
@@ -89,12 +102,13 @@ def test_put_get_remove_many(daemon: Daemon, tmp_path: Path) -> None:
     assert len(volumes) == len(set(volumes)), f"a tape was mounted twice: {volumes}"
 
     # Remove a few copies; a later recall of them fails permanently (31).
-    for pid, _path, size, _adler, (store, group) in files[:10]:
+    for pid, *_ in files[:10]:
         res = daemon.hsm("remove", f"-uri={uris[pid]}", "-hsmInstance=osm")
         assert res.returncode == 0, res.stderr
-    pid, _path, size, adler, (store, group) = files[0]
-    res = daemon.hsm("get", pid, str(tmp_path / "gone"), f"-si={storage_info(size, adler)}",
-                     f"-uri={uris[pid]}")  # fmt: skip
+    pid, _path, size, adler, _ = files[0]
+    res = daemon.hsm(
+        "get", pid, str(tmp_path / "gone"), f"-si={storage_info(size, adler)}", f"-uri={uris[pid]}"
+    )
     assert res.returncode == 31, (res.returncode, res.stderr)
     assert len(res.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "gone").exists()
@@ -105,6 +119,8 @@ def test_put_get_remove_many(daemon: Daemon, tmp_path: Path) -> None:
 
 
 def test_concurrent_gets_of_one_file_share_one_request(daemon: Daemon, tmp_path: Path) -> None:
+    # Hardware slow enough (a mount takes seconds) that both gets are surely in flight.
+    daemon.extra_env["TSSD_SIM_TIME_SCALE"] = "0.05"
     daemon.start()
     [(pid, path, size, adler, _)] = make_files(tmp_path / "pool", 1, seed=3)
     res = daemon.hsm("put", pid, str(path), f"-si={storage_info(size, adler)}")
@@ -126,8 +142,14 @@ def test_kill_9_during_recalls_loses_nothing(daemon: Daemon, tmp_path: Path) -> 
     daemon.start()
     files = make_files(tmp_path / "pool", 40, seed=11)
     with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(lambda f: daemon.hsm(
-            "put", f[0], str(f[1]), f"-si={storage_info(f[2], f[3], *f[4])}"), files))  # fmt: skip
+        results = list(
+            pool.map(
+                lambda f: daemon.hsm(
+                    "put", f[0], str(f[1]), f"-si={storage_info(f[2], f[3], *f[4])}"
+                ),
+                files,
+            )
+        )
     assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
     out = tmp_path / "out"
     out.mkdir()
@@ -137,8 +159,9 @@ def test_kill_9_during_recalls_loses_nothing(daemon: Daemon, tmp_path: Path) -> 
     daemon.wait_for(lambda: any(r["state"] == "active" for r in daemon.requests(kind="recall")))
     assert daemon.stop(signal.SIGKILL) == -signal.SIGKILL
     daemon.start()
-    daemon.wait_for(lambda: all(r["state"] == "done" for r in daemon.requests(kind="recall")),
-                    timeout=240)  # fmt: skip
+    daemon.wait_for(
+        lambda: all(r["state"] == "done" for r in daemon.requests(kind="recall")), timeout=240
+    )
     recalls = daemon.requests(kind="recall")
     assert len(recalls) == 40
     for pid, path, *_ in files:

@@ -16,16 +16,33 @@ REQUEST = {
         "id": {"type": "integer"},
         "kind": {"enum": ["recall", "migrate", "remove"]},
         "state": {"enum": ["queued", "active", "done", "failed", "cancelled"]},
-        "pnfsid": _NSTR, "path": _NSTR, "size": _NINT, "storage_class": _NSTR,
-        "checksum": _NSTR, "hsm_type": _STR, "hsm_instance": _STR, "store": _NSTR,
-        "group": _NSTR, "bfid": _NSTR, "uri": _NSTR, "queue": _STR,
-        "priority": {"type": "integer"}, "volume": _NSTR, "position": _NINT, "drive": _NSTR,
-        "attempts": {"type": "integer"}, "adler32": _NSTR, "error_code": _NINT,
-        "error": _NSTR, "created_at": _STR, "started_at": _NSTR, "finished_at": _NSTR,
+        "pnfsid": _NSTR,
+        "path": _NSTR,
+        "size": _NINT,
+        "storage_class": _NSTR,
+        "checksum": _NSTR,
+        "hsm_type": _STR,
+        "hsm_instance": _STR,
+        "store": _NSTR,
+        "group": _NSTR,
+        "bfid": _NSTR,
+        "uri": _NSTR,
+        "queue": _STR,
+        "priority": {"type": "integer"},
+        "volume": _NSTR,
+        "position": _NINT,
+        "drive": _NSTR,
+        "attempts": {"type": "integer"},
+        "adler32": _NSTR,
+        "error_code": _NINT,
+        "error": _NSTR,
+        "created_at": _STR,
+        "started_at": _NSTR,
+        "finished_at": _NSTR,
         "updated_at": _STR,
     },
     "required": ["id", "kind", "state"],
-}  # fmt: skip
+}
 
 SUBMIT = {
     "type": "object",
@@ -34,20 +51,29 @@ SUBMIT = {
         "pnfsid": {"type": "string", "pattern": "^[0-9A-Fa-f]{1,64}$"},
         "path": {"type": "string", "pattern": "^/", "maxLength": 4096},
         "size": {"type": "integer", "minimum": 0},
-        "storage_class": _STR, "checksum": {"type": "string", "pattern": "^[0-9a-fA-F]{1,8}$"},
-        "hsm_type": _STR, "hsm_instance": _STR, "store": _STR, "group": _STR, "bfid": _STR,
+        "storage_class": _STR,
+        "checksum": {"type": "string", "pattern": "^[0-9a-fA-F]{1,8}$"},
+        "hsm_type": _STR,
+        "hsm_instance": _STR,
+        "store": _STR,
+        "group": _STR,
+        "bfid": _STR,
         "uris": {"type": "array", "items": _STR, "maxItems": 64},
         "queue": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$"},
         "priority": {"type": "integer", "minimum": -1000000, "maximum": 1000000},
     },
     "required": ["kind"],
-}  # fmt: skip
+}
 
 ERROR = {
     "type": "object",
-    "properties": {"error": {"type": "object", "properties": {
-        "type": _STR, "message": _STR, "exit_code": {"type": "integer"}}}},
-}  # fmt: skip
+    "properties": {
+        "error": {
+            "type": "object",
+            "properties": {"type": _STR, "message": _STR, "exit_code": {"type": "integer"}},
+        }
+    },
+}
 
 
 def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
@@ -61,7 +87,10 @@ def _errors(*codes: int) -> dict[str, Any]:
 _REQ_REF = {"$ref": "#/components/schemas/Request"}
 _ONE = {"type": "object", "properties": {"request": _REQ_REF}}
 _SUBMITTED = {"type": "object", "properties": {"created": {"type": "boolean"}, "request": _REQ_REF}}
-_BODY = {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Submit"}}}}  # fmt: skip
+_BODY = {
+    "required": True,
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Submit"}}},
+}
 
 
 def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -72,56 +101,167 @@ def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
 def openapi_document() -> dict[str, Any]:
     paths: dict[str, Any] = {
         "/v1/requests": {
-            "post": {"summary": "Submit one request (idempotent while open)",
-                     "operationId": "submit", "requestBody": _BODY,
-                     "responses": {"200": _json(_SUBMITTED, "attached"),
-                                   "201": _json(_SUBMITTED, "created"), **_errors(400, 413, 503)}},
-            "get": {"summary": "List requests", "operationId": "list",
-                    "parameters": [
-                        _query("state", {"enum": ["queued", "active", "done", "failed", "cancelled"]}),
-                        _query("kind", {"enum": ["recall", "migrate", "remove"]}),
-                        _query("queue", _STR), _query("volume", _STR), _query("pnfsid", _STR),
-                        _query("limit", {"type": "integer", "minimum": 1, "maximum": 1000}),
-                        _query("after", {"type": "integer", "minimum": 0})],
-                    "responses": {"200": _json({"type": "object", "properties": {
-                        "requests": {"type": "array", "items": _REQ_REF}, "next": _NINT}}),
-                        **_errors(400)}},
+            "post": {
+                "summary": "Submit one request (idempotent while open)",
+                "operationId": "submit",
+                "requestBody": _BODY,
+                "responses": {
+                    "200": _json(_SUBMITTED, "attached"),
+                    "201": _json(_SUBMITTED, "created"),
+                    **_errors(400, 413, 503),
+                },
+            },
+            "get": {
+                "summary": "List requests",
+                "operationId": "list",
+                "parameters": [
+                    _query("state", {"enum": ["queued", "active", "done", "failed", "cancelled"]}),
+                    _query("kind", {"enum": ["recall", "migrate", "remove"]}),
+                    _query("queue", _STR),
+                    _query("volume", _STR),
+                    _query("pnfsid", _STR),
+                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 1000}),
+                    _query("after", {"type": "integer", "minimum": 0}),
+                ],
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "requests": {"type": "array", "items": _REQ_REF},
+                                "next": _NINT,
+                            },
+                        }
+                    ),
+                    **_errors(400),
+                },
+            },
         },
-        "/v1/requests/bulk": {"post": {
-            "summary": "Submit many requests at once; all or nothing", "operationId": "bulk",
-            "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                "type": "object", "required": ["requests"], "properties": {"requests": {
-                    "type": "array", "minItems": 1,
-                    "items": {"$ref": "#/components/schemas/Submit"}}}}}}},
-            "responses": {"200": _json({"type": "object", "properties": {
-                "results": {"type": "array", "items": _SUBMITTED}}}), **_errors(400, 413, 503)}}},
-        "/v1/requests/query": {"post": {
-            "summary": "Progress of a batch of requests", "operationId": "query",
-            "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                "type": "object", "required": ["ids"], "properties": {"ids": {
-                    "type": "array", "items": {"type": "integer"}, "maxItems": 100000}}}}}},
-            "responses": {"200": _json({"type": "object"}), **_errors(400)}}},
-        "/v1/requests/{id}": {"get": {"summary": "One request", "operationId": "get",
-            "parameters": [_ID], "responses": {"200": _json(_ONE), **_errors(400, 404)}}},
-        "/v1/requests/{id}/wait": {"get": {
-            "summary": "Long-poll until the request finishes or the timeout passes",
-            "operationId": "wait",
-            "parameters": [_ID, _query("timeout", {"type": "integer", "minimum": 0, "maximum": 86400})],
-            "responses": {"200": _json({"type": "object", "properties": {
-                "request": _REQ_REF, "finished": {"type": "boolean"}}}), **_errors(400, 404)}}},
-        "/v1/requests/{id}/cancel": {"post": {"summary": "Cancel an open request",
-            "operationId": "cancel", "parameters": [_ID],
-            "responses": {"200": _json(_ONE), **_errors(400, 404, 409)}}},
-        "/v1/requests/{id}/retry": {"post": {"summary": "Queue a failed or cancelled request again",
-            "operationId": "retry", "parameters": [_ID],
-            "responses": {"200": _json(_ONE), **_errors(400, 404, 409)}}},
-        "/v1/status": {"get": {"summary": "Daemon, queues, drives, counts, throughput",
-            "operationId": "status", "responses": {"200": _json({"type": "object"})}}},
-        "/healthz": {"get": {"summary": "Liveness", "operationId": "healthz",
-            "responses": {"200": _json({"type": "object"}), "503": _json({"type": "object"})}}},
-        "/metrics": {"get": {"summary": "Prometheus exposition", "operationId": "metrics",
-            "responses": {"200": {"description": "OK", "content": {"text/plain": {"schema": _STR}}}}}},
-    }  # fmt: skip
+        "/v1/requests/bulk": {
+            "post": {
+                "summary": "Submit many requests at once; all or nothing",
+                "operationId": "bulk",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["requests"],
+                                "properties": {
+                                    "requests": {
+                                        "type": "array",
+                                        "minItems": 1,
+                                        "items": {"$ref": "#/components/schemas/Submit"},
+                                    }
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {"results": {"type": "array", "items": _SUBMITTED}},
+                        }
+                    ),
+                    **_errors(400, 413, 503),
+                },
+            }
+        },
+        "/v1/requests/query": {
+            "post": {
+                "summary": "Progress of a batch of requests",
+                "operationId": "query",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["ids"],
+                                "properties": {
+                                    "ids": {
+                                        "type": "array",
+                                        "items": {"type": "integer"},
+                                        "maxItems": 100000,
+                                    }
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {"200": _json({"type": "object"}), **_errors(400)},
+            }
+        },
+        "/v1/requests/{id}": {
+            "get": {
+                "summary": "One request",
+                "operationId": "get",
+                "parameters": [_ID],
+                "responses": {"200": _json(_ONE), **_errors(400, 404)},
+            }
+        },
+        "/v1/requests/{id}/wait": {
+            "get": {
+                "summary": "Long-poll until the request finishes or the timeout passes",
+                "operationId": "wait",
+                "parameters": [
+                    _ID,
+                    _query("timeout", {"type": "integer", "minimum": 0, "maximum": 86400}),
+                ],
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {"request": _REQ_REF, "finished": {"type": "boolean"}},
+                        }
+                    ),
+                    **_errors(400, 404),
+                },
+            }
+        },
+        "/v1/requests/{id}/cancel": {
+            "post": {
+                "summary": "Cancel an open request",
+                "operationId": "cancel",
+                "parameters": [_ID],
+                "responses": {"200": _json(_ONE), **_errors(400, 404, 409)},
+            }
+        },
+        "/v1/requests/{id}/retry": {
+            "post": {
+                "summary": "Queue a failed or cancelled request again",
+                "operationId": "retry",
+                "parameters": [_ID],
+                "responses": {"200": _json(_ONE), **_errors(400, 404, 409)},
+            }
+        },
+        "/v1/status": {
+            "get": {
+                "summary": "Daemon, queues, drives, counts, throughput",
+                "operationId": "status",
+                "responses": {"200": _json({"type": "object"})},
+            }
+        },
+        "/healthz": {
+            "get": {
+                "summary": "Liveness",
+                "operationId": "healthz",
+                "responses": {"200": _json({"type": "object"}), "503": _json({"type": "object"})},
+            }
+        },
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus exposition",
+                "operationId": "metrics",
+                "responses": {
+                    "200": {"description": "OK", "content": {"text/plain": {"schema": _STR}}}
+                },
+            }
+        },
+    }
     return {
         "openapi": "3.1.0",
         "info": {"title": "tssd", "version": "1", "description": "Tape recall queue manager API"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -58,8 +59,9 @@ async def read_json(request: web.Request) -> Any:
         raise InvalidRequest(f"body is not valid JSON: {exc}") from exc
 
 
-def int_param(request: web.Request, name: str, default: int | None = None,
-              *, lo: int = 0, hi: int = 2**62) -> int | None:  # fmt: skip
+def int_param(
+    request: web.Request, name: str, default: int | None = None, *, lo: int = 0, hi: int = 2**62
+) -> int | None:
     raw = request.query.get(name) if name in request.query else request.match_info.get(name)
     if raw is None or raw == "":
         return default
@@ -89,8 +91,13 @@ async def submit(request: web.Request) -> web.Response:
     spec = parse_submit(await read_json(request), svc.settings.scheduler.default_queue)
     [(created, row)] = await svc.store.submit([spec])
     if created:
-        log.info("request.submitted", request_id=row.id, kind=row.kind, pnfsid=row.pnfsid,
-                 queue=row.queue)  # fmt: skip
+        log.info(
+            "request.submitted",
+            request_id=row.id,
+            kind=row.kind,
+            pnfsid=row.pnfsid,
+            queue=row.queue,
+        )
     body = {"created": created, "request": request_json(row)}
     return web.json_response(body, status=201 if created else 200)
 
@@ -101,7 +108,7 @@ async def submit_bulk(request: web.Request) -> web.Response:
     body = await read_json(request)
     entries = body.get("requests") if isinstance(body, dict) else None
     if not isinstance(entries, list) or not entries:
-        raise InvalidRequest("body must be {\"requests\": [...]} with at least one request")
+        raise InvalidRequest('body must be {"requests": [...]} with at least one request')
     if len(entries) > svc.settings.api.max_bulk:
         raise InvalidRequest(f"at most {svc.settings.api.max_bulk} requests per bulk submit")
     specs = []
@@ -146,14 +153,18 @@ async def retry_request(request: web.Request) -> web.Response:
 async def list_requests(request: web.Request) -> web.Response:
     q = request.query
     flt = ListFilter(
-        state=q.get("state") or None, kind=q.get("kind") or None, queue=q.get("queue") or None,
+        state=q.get("state") or None,
+        kind=q.get("kind") or None,
+        queue=q.get("queue") or None,
         volume=q.get("volume") or None,
         pnfsid=q["pnfsid"].upper() if q.get("pnfsid") else None,
         limit=int_param(request, "limit", 100, lo=1, hi=1000) or 100,
         after=int_param(request, "after", None),
-    )  # fmt: skip
-    rows = await services(request).store.list(flt)
-    nxt = rows[-1].id if len(rows) == flt.limit else None
+    )
+    # One row more than asked tells whether another page follows.
+    rows = await services(request).store.list_requests(replace(flt, limit=flt.limit + 1))
+    nxt = rows[flt.limit - 1].id if len(rows) > flt.limit else None
+    rows = rows[: flt.limit]
     return web.json_response({"requests": [request_json(r) for r in rows], "next": nxt})
 
 
@@ -161,7 +172,7 @@ async def query_requests(request: web.Request) -> web.Response:
     body = await read_json(request)
     ids = body.get("ids") if isinstance(body, dict) else None
     if not isinstance(ids, list) or len(ids) > 100_000:
-        raise InvalidRequest("body must be {\"ids\": [...]} with at most 100000 ids")
+        raise InvalidRequest('body must be {"ids": [...]} with at most 100000 ids')
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         raise InvalidRequest("ids must be integers")
     result = await services(request).store.query(ids)

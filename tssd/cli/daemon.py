@@ -54,8 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         if args.command == "serve":
-            log.info("config.effective", **{k: v for k, v, _, _ in describe(settings, origin)},
-                     overridden=sorted(k for k, src in origin.items() if src != "default"))  # fmt: skip
+            log.info(
+                "config.effective",
+                **{k: v for k, v, _, _ in describe(settings, origin)},
+                overridden=sorted(k for k, src in origin.items() if src != "default"),
+            )
             return _run(_serve(settings))
         return _run(_db(settings, args))
     except (ConfigError, SchemaError) as exc:

@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ApiError as exc:
         return fail(f"{exc.message} (HTTP {exc.status})", api_exit_code(exc.status))
     except KeyboardInterrupt:
-        return fail("interrupted", EXIT_INTERRUPTED)
+        return fail("interrupted (requests already submitted stay in tssd)", EXIT_INTERRUPTED)
     except BrokenPipeError:
         # The reader (e.g. `| head`) went away; Python would complain again at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -298,7 +298,7 @@ def requests_list(args: argparse.Namespace, client: Client) -> int:
         return EXIT_OK
     print(render.request_table(found))
     if after is not None:
-        more = f"more requests match; use --all or --limit N (next id {after})"
+        more = f"more requests may match; use --all or --limit N (next id {after})"
         print(f"tssctl: {more}", file=sys.stderr)
     return EXIT_OK
 
@@ -519,6 +519,25 @@ def query_batch(client: Client, ids: list[int]) -> dict[str, Any]:
 def wait_for(client: Client, ids: list[int], interval: float, stream: TextIO) -> dict[str, Any]:
     progress = render.Progress(files_total=len(ids))
     line = render.ProgressLine(stream, PIPE_REPORT_S)
+    try:
+        result = _poll_until_finished(client, ids, interval, progress, line)
+    except KeyboardInterrupt:
+        if line.tty:  # end the rewritten line so the message does not overwrite it
+            stream.write("\n")
+        raise
+    elapsed = time.monotonic() - progress.started
+    summary = render.batch_summary(result, len(ids), elapsed, MAX_LISTED_FAILURES)
+    stream.write(summary + "\n")
+    return result
+
+
+def _poll_until_finished(
+    client: Client,
+    ids: list[int],
+    interval: float,
+    progress: render.Progress,
+    line: render.ProgressLine,
+) -> dict[str, Any]:
     while True:
         result = query_batch(client, ids)
         counts = result["counts"]
@@ -528,12 +547,8 @@ def wait_for(client: Client, ids: list[int], interval: float, stream: TextIO) ->
         progress.update(len(ids) - pending, result["bytes_done"], result["bytes_total"], now)
         line.show(progress.line(unsuccessful), now, final=pending == 0)
         if pending == 0:
-            break
+            return result
         time.sleep(interval)
-    elapsed = time.monotonic() - progress.started
-    summary = render.batch_summary(result, len(ids), elapsed, MAX_LISTED_FAILURES)
-    stream.write(summary + "\n")
-    return result
 
 
 if __name__ == "__main__":

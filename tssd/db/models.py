@@ -214,6 +214,4 @@ class SimObject(Base):
     # Catalog imports have no bytes: recalls of them produce deterministic filler data.
     has_data: Mapped[bool] = mapped_column(Boolean, default=False)
 
-    __table_args__ = (
-        Index("uq_sim_objects_volume_seq", "volume", "seq", unique=True),
-    )
+    __table_args__ = (Index("uq_sim_objects_volume_seq", "volume", "seq", unique=True),)

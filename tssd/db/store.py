@@ -8,6 +8,7 @@ PostgreSQL database: claims use ``FOR UPDATE SKIP LOCKED`` there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -101,7 +102,9 @@ class RequestStore:
                 results.append((True, row))
             session.add_all(fresh.values())
             await session.flush()
-            await _record_events(session, [r.id for r in fresh.values()], None, State.QUEUED, "submitted")
+            await _record_events(
+                session, [r.id for r in fresh.values()], None, State.QUEUED, "submitted"
+            )
         return results
 
     async def _open_by_key(
@@ -132,7 +135,7 @@ class RequestStore:
             raise NotFound(f"no request {request_id}")
         return row
 
-    async def list(self, flt: ListFilter) -> list[Request]:
+    async def list_requests(self, flt: ListFilter) -> list[Request]:
         stmt = select(Request).order_by(Request.id).limit(flt.limit)
         conditions = [
             getattr(Request, name) == value
@@ -163,8 +166,13 @@ class RequestStore:
                     if row.state in (State.FAILED, State.CANCELLED) and len(failed) < 100:
                         failed.append(row)
         missing = [i for i in ids if i not in seen]
-        return {"counts": counts, "bytes_total": total, "bytes_done": done,
-                "missing": missing, "failed": failed}  # fmt: skip
+        return {
+            "counts": counts,
+            "bytes_total": total,
+            "bytes_done": done,
+            "missing": missing,
+            "failed": failed,
+        }
 
     async def counts(self) -> list[tuple[str, str, str, int]]:
         """(kind, queue, state, count) for every combination present."""
@@ -191,10 +199,8 @@ class RequestStore:
                     return row, not State(row.state).is_open
                 event.clear()
                 # Poll as well: another tssd instance may finish the request.
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(event.wait(), timeout=min(remaining, 2.0))
-                except TimeoutError:
-                    pass
         finally:
             self.notifier.unwatch(request_id, event)
 
@@ -202,9 +208,12 @@ class RequestStore:
 
     async def cancel(self, request_id: int, reason: str = "cancelled by operator") -> Request:
         changed = await self.transition(
-            [request_id], OPEN_STATES, State.CANCELLED, reason=reason,
+            [request_id],
+            OPEN_STATES,
+            State.CANCELLED,
+            reason=reason,
             values={"error": reason, "finished_at": utcnow()},
-        )  # fmt: skip
+        )
         row = await self.get(request_id)
         if not changed:
             raise Conflict(f"request {request_id} is already {row.state}")
@@ -216,10 +225,12 @@ class RequestStore:
             raise Conflict(f"request {request_id} is {row.state}: only failed or cancelled")
         try:
             changed = await self.transition(
-                [request_id], (State.FAILED, State.CANCELLED), State.QUEUED,
+                [request_id],
+                (State.FAILED, State.CANCELLED),
+                State.QUEUED,
                 reason="retried by operator",
                 values={"error": None, "error_code": None, "finished_at": None, "attempts": 0},
-            )  # fmt: skip
+            )
         except IntegrityError:
             raise Conflict(f"another open {row.kind} request exists for {row.key}") from None
         if not changed:
@@ -258,12 +269,14 @@ class RequestStore:
             self.notifier.finished(moved)
         return moved
 
-    async def finish(self, request_id: int, state: State, reason: str | None = None,
-                     **values: Any) -> bool:  # fmt: skip
+    async def finish(
+        self, request_id: int, state: State, reason: str | None = None, **values: Any
+    ) -> bool:
         """Finish an active request; False if it was cancelled meanwhile."""
         values.setdefault("finished_at", utcnow())
-        moved = await self.transition([request_id], (State.ACTIVE,), state, reason=reason,
-                                      values=values)  # fmt: skip
+        moved = await self.transition(
+            [request_id], (State.ACTIVE,), state, reason=reason, values=values
+        )
         return bool(moved)
 
     async def requeue_active(self, reason: str) -> int:
@@ -271,11 +284,16 @@ class RequestStore:
         stmt = select(Request.id).where(Request.state == State.ACTIVE)
         async with self.sessions() as session:
             ids = list((await session.scalars(stmt)).all())
-        moved = await self.transition(ids, (State.ACTIVE,), State.QUEUED, reason=reason,
-                                      values={"drive": None, "started_at": None})  # fmt: skip
+        moved = await self.transition(
+            ids,
+            (State.ACTIVE,),
+            State.QUEUED,
+            reason=reason,
+            values={"drive": None, "started_at": None},
+        )
         return len(moved)
 
-    async def claim(self, stmt: Select[tuple[Request]], drive: str | None) -> list[Request]:
+    async def claim(self, stmt: Select[Any], drive: str | None) -> list[Request]:
         """Atomically move the queued requests selected by *stmt* to active."""
         if self.postgres:
             stmt = stmt.with_for_update(skip_locked=True)
@@ -287,9 +305,14 @@ class RequestStore:
                 await session.execute(
                     update(Request)
                     .where(Request.id.in_(ids[i : i + CHUNK]), Request.state == State.QUEUED)
-                    .values(state=State.ACTIVE.value, drive=drive, started_at=now,
-                            updated_at=now, attempts=Request.attempts + 1)
-                )  # fmt: skip
+                    .values(
+                        state=State.ACTIVE.value,
+                        drive=drive,
+                        started_at=now,
+                        updated_at=now,
+                        attempts=Request.attempts + 1,
+                    )
+                )
             await _record_events(session, ids, State.QUEUED, State.ACTIVE, drive)
         for row in rows:
             row.state, row.drive, row.started_at = State.ACTIVE.value, drive, now
@@ -308,14 +331,26 @@ class RequestStore:
 def _new_request(spec: SubmitSpec) -> Request:
     now = utcnow()
     return Request(
-        kind=spec.kind.value, state=State.QUEUED.value, key=spec.key, pnfsid=spec.pnfsid,
-        path=spec.path, size=spec.size, storage_class=spec.storage_class,
-        checksum=spec.checksum, hsm_type=spec.hsm_type, hsm_instance=spec.hsm_instance,
-        store=spec.store, group=spec.group, bfid=spec.bfid,
+        kind=spec.kind.value,
+        state=State.QUEUED.value,
+        key=spec.key,
+        pnfsid=spec.pnfsid,
+        path=spec.path,
+        size=spec.size,
+        storage_class=spec.storage_class,
+        checksum=spec.checksum,
+        hsm_type=spec.hsm_type,
+        hsm_instance=spec.hsm_instance,
+        store=spec.store,
+        group=spec.group,
+        bfid=spec.bfid,
         uri=spec.uris[0] if spec.kind is Kind.REMOVE and spec.uris else None,
-        queue=spec.queue, priority=spec.priority, attempts=0,
-        created_at=now, updated_at=now,
-    )  # fmt: skip
+        queue=spec.queue,
+        priority=spec.priority,
+        attempts=0,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 async def _record_events(
@@ -330,10 +365,15 @@ async def _record_events(
         return
     at = at or utcnow()
     rows = [
-        {"request_id": i, "at": at, "from_state": from_state.value if from_state else None,
-         "to_state": to_state.value, "reason": reason}
+        {
+            "request_id": i,
+            "at": at,
+            "from_state": from_state.value if from_state else None,
+            "to_state": to_state.value,
+            "reason": reason,
+        }
         for i in ids
-    ]  # fmt: skip
+    ]
     for i in range(0, len(rows), CHUNK):
         await session.execute(insert(RequestEvent), rows[i : i + CHUNK])
 
@@ -341,5 +381,7 @@ async def _record_events(
 async def _queue_rows(sessions: async_sessionmaker[AsyncSession]) -> list[dict[str, Any]]:
     async with sessions() as session:
         rows = (await session.scalars(select(QueueRow))).all()
-    return [{"name": q.name, "priority": q.priority, "max_drives": q.max_drives,
-             "paused": q.paused} for q in rows]  # fmt: skip
+    return [
+        {"name": q.name, "priority": q.priority, "max_drives": q.max_drives, "paused": q.paused}
+        for q in rows
+    ]

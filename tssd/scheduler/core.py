@@ -10,6 +10,7 @@ without an ``await`` in between, and the database keeps ``drives.volume`` unique
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 
 import structlog
@@ -75,10 +76,8 @@ class Scheduler:
                 log.warning("scheduler.pass_failed", error=str(exc))
             except Exception:
                 log.exception("scheduler.pass_crashed")
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(work.wait(), timeout=self.settings.tick_s)
-            except TimeoutError:
-                pass
 
     async def stop(self, grace_s: float) -> None:
         """Start no new session; let running ones finish for *grace_s*, then cancel."""
@@ -113,22 +112,32 @@ class Scheduler:
     async def _candidates(self) -> list[Candidate]:
         stmt = (
             select(Request.volume, func.max(Request.priority), func.min(Request.id))
-            .where(Request.kind == Kind.RECALL, Request.state == State.QUEUED,
-                   Request.volume.is_not(None))
+            .where(
+                Request.kind == Kind.RECALL,
+                Request.state == State.QUEUED,
+                Request.volume.is_not(None),
+            )
             .group_by(Request.volume)
-        )  # fmt: skip
+        )
         async with self.store.sessions() as session:
             rows = (await session.execute(stmt)).all()
-        found = [Candidate("recall", v, p or 0, float(first)) for v, p, first in rows
-                 if v not in self._volumes_busy]  # fmt: skip
+        found = [
+            Candidate("recall", v, p or 0, float(first))
+            for v, p, first in rows
+            if v is not None and v not in self._volumes_busy
+        ]
         for sc, _files, nbytes, age in await self.intake.migration_groups():
             if sc in self._classes_busy:
                 continue
-            if nbytes >= self.settings.migrate_batch_bytes or age >= self.settings.migrate_max_age_s:
+            if (
+                nbytes >= self.settings.migrate_batch_bytes
+                or age >= self.settings.migrate_max_age_s
+            ):
                 found.append(Candidate("migrate", sc, 0, -age))
         # Recalls on a tape already in a drive first (no mount), then priority, then age.
-        return sorted(found, key=lambda c: (self.drives.holding(c.target) is None,
-                                            -c.priority, c.oldest))  # fmt: skip
+        return sorted(
+            found, key=lambda c: (self.drives.holding(c.target) is None, -c.priority, c.oldest)
+        )
 
     def _pick_drive(self, candidate: Candidate) -> DriveState | None:
         free = self.drives.free()
@@ -147,16 +156,19 @@ class Scheduler:
         busy.add(candidate.target)
         if drive.volume is not None:
             self._volumes_busy.add(drive.volume)
-        task = asyncio.create_task(self._session(drive, candidate),
-                                   name=f"{candidate.purpose}:{candidate.target}@{drive.name}")  # fmt: skip
+        task = asyncio.create_task(
+            self._session(drive, candidate),
+            name=f"{candidate.purpose}:{candidate.target}@{drive.name}",
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         self.drives.update_gauge()
 
     async def _session(self, drive: DriveState, candidate: Candidate) -> None:
         held = drive.volume
-        log.info("session.start", drive=drive.name, purpose=candidate.purpose,
-                 target=candidate.target)  # fmt: skip
+        log.info(
+            "session.start", drive=drive.name, purpose=candidate.purpose, target=candidate.target
+        )
         try:
             if candidate.purpose == "recall":
                 await self.runner.recall(drive, candidate.target)
@@ -164,8 +176,7 @@ class Scheduler:
                 await self.runner.migrate(drive, candidate.target)
         except TssdError as exc:
             drive.last_error = str(exc)
-            log.warning("session.failed", drive=drive.name, target=candidate.target,
-                        error=str(exc))  # fmt: skip
+            log.warning("session.failed", drive=drive.name, target=candidate.target, error=str(exc))
         except Exception:
             log.exception("session.crashed", drive=drive.name, target=candidate.target)
         finally:
@@ -177,8 +188,9 @@ class Scheduler:
             drive.idle_since = self.drives.clock.now()
             self.drives.update_gauge()
             self.store.notifier.work.set()
-            log.info("session.end", drive=drive.name, purpose=candidate.purpose,
-                     target=candidate.target)  # fmt: skip
+            log.info(
+                "session.end", drive=drive.name, purpose=candidate.purpose, target=candidate.target
+            )
 
     async def _dismount_idle(self) -> None:
         now = self.drives.clock.now()

@@ -74,9 +74,7 @@ class DriveManager:
             await session.execute(
                 update(Mount).where(Mount.dismounted_at.is_(None)).values(dismounted_at=now)
             )
-            enabled = {
-                d.name: d.enabled for d in (await session.scalars(select(Drive))).all()
-            }
+            enabled = {d.name: d.enabled for d in (await session.scalars(select(Drive))).all()}
             await session.execute(update(Drive).values(volume=None, state="empty"))
             for info in infos:
                 row = await session.get(Drive, info.name)
@@ -85,12 +83,17 @@ class DriveManager:
             await session.flush()
             for info in infos:
                 await session.execute(
-                    update(Drive).where(Drive.name == info.name)
+                    update(Drive)
+                    .where(Drive.name == info.name)
                     .values(volume=info.volume, state="mounted" if info.volume else "empty")
-                )  # fmt: skip
+                )
         for info in infos:
-            state = DriveState(info.name, enabled=enabled.get(info.name, True),
-                               volume=info.volume, idle_since=self.clock.now())  # fmt: skip
+            state = DriveState(
+                info.name,
+                enabled=enabled.get(info.name, True),
+                volume=info.volume,
+                idle_since=self.clock.now(),
+            )
             self.drives[info.name] = state
         self.update_gauge()
 
@@ -134,8 +137,9 @@ class DriveManager:
         if drive.volume is None:
             return
         volume = drive.volume
-        await self.retrier.call("dismount", lambda: self.backend.dismount(drive.name),
-                                drive=drive.name, volume=volume)  # fmt: skip
+        await self.retrier.call(
+            "dismount", lambda: self.backend.dismount(drive.name), drive=drive.name, volume=volume
+        )
         held = self.clock.now() - drive.mounted_at
         efficiency = min(1.0, drive.transfer_s / held) if held > 0 else 0.0
         self.metrics.mount_session_seconds.observe(held)
@@ -143,9 +147,15 @@ class DriveManager:
         self.metrics.mount_bytes.observe(drive.bytes)
         self.metrics.mount_efficiency.observe(efficiency)
         await self._closed(drive, utcnow())
-        log.info("mount.end", drive=drive.name, volume=volume, files=drive.files,
-                 bytes=drive.bytes, session_s=round(held, 3),
-                 efficiency=round(efficiency, 4))  # fmt: skip
+        log.info(
+            "mount.end",
+            drive=drive.name,
+            volume=volume,
+            files=drive.files,
+            bytes=drive.bytes,
+            session_s=round(held, 3),
+            efficiency=round(efficiency, 4),
+        )
         drive.volume = None
         drive.mount_id = None
         drive.idle_since = self.clock.now()
@@ -172,9 +182,10 @@ class DriveManager:
             return
         async with self.sessions.begin() as session:
             await session.execute(
-                update(Mount).where(Mount.id == drive.mount_id)
+                update(Mount)
+                .where(Mount.id == drive.mount_id)
                 .values(files=drive.files, bytes=drive.bytes, transfer_s=drive.transfer_s)
-            )  # fmt: skip
+            )
 
     async def _open_mount(self, drive: str, volume: str, purpose: str) -> int:
         async with self.sessions.begin() as session:
@@ -188,9 +199,10 @@ class DriveManager:
         async with self.sessions.begin() as session:
             await session.execute(update(Mount).where(Mount.id == mount_id).values(ready_at=now))
             await session.execute(
-                update(Drive).where(Drive.name == drive)
+                update(Drive)
+                .where(Drive.name == drive)
                 .values(volume=volume, state="mounted", updated_at=now)
-            )  # fmt: skip
+            )
             tape = await session.get(Tape, volume)
             if tape is None:
                 session.add(Tape(volume=volume, mounts=1, last_mounted_at=now))
@@ -202,11 +214,17 @@ class DriveManager:
         async with self.sessions.begin() as session:
             if drive.mount_id is not None:
                 await session.execute(
-                    update(Mount).where(Mount.id == drive.mount_id)
-                    .values(dismounted_at=at, files=drive.files, bytes=drive.bytes,
-                            transfer_s=drive.transfer_s)
-                )  # fmt: skip
+                    update(Mount)
+                    .where(Mount.id == drive.mount_id)
+                    .values(
+                        dismounted_at=at,
+                        files=drive.files,
+                        bytes=drive.bytes,
+                        transfer_s=drive.transfer_s,
+                    )
+                )
             await session.execute(
-                update(Drive).where(Drive.name == drive.name)
+                update(Drive)
+                .where(Drive.name == drive.name)
                 .values(volume=None, state="empty", updated_at=at)
-            )  # fmt: skip
+            )

@@ -17,8 +17,9 @@ log = structlog.get_logger()
 
 
 class Intake:
-    def __init__(self, store: RequestStore, backend: TapeBackend, retrier: Retrier,
-                 *, batch: int = 5000) -> None:  # fmt: skip
+    def __init__(
+        self, store: RequestStore, backend: TapeBackend, retrier: Retrier, *, batch: int = 5000
+    ) -> None:
         self.store = store
         self.backend = backend
         self.retrier = retrier
@@ -28,11 +29,12 @@ class Intake:
         """Find the tape copy for queued recalls that have none yet; return how many."""
         stmt = (
             select(Request)
-            .where(Request.kind == Kind.RECALL, Request.state == State.QUEUED,
-                   Request.volume.is_(None))
+            .where(
+                Request.kind == Kind.RECALL, Request.state == State.QUEUED, Request.volume.is_(None)
+            )
             .order_by(Request.id)
             .limit(self.batch)
-        )  # fmt: skip
+        )
         async with self.store.sessions() as session:
             rows = list((await session.scalars(stmt)).all())
         if not rows:
@@ -57,10 +59,13 @@ class Intake:
     async def _queued_volumes(self) -> set[str]:
         stmt = (
             select(Request.volume)
-            .where(Request.kind == Kind.RECALL, Request.state.in_(("queued", "active")),
-                   Request.volume.is_not(None))
+            .where(
+                Request.kind == Kind.RECALL,
+                Request.state.in_(("queued", "active")),
+                Request.volume.is_not(None),
+            )
             .group_by(Request.volume)
-        )  # fmt: skip
+        )
         async with self.store.sessions() as session:
             return {v for v in (await session.scalars(stmt)).all() if v}
 
@@ -69,8 +74,9 @@ class Intake:
         stmt = (
             select(Request)
             .where(Request.kind == Kind.REMOVE, Request.state == State.QUEUED)
-            .order_by(Request.id).limit(self.batch)
-        )  # fmt: skip
+            .order_by(Request.id)
+            .limit(self.batch)
+        )
         claimed = await self.store.claim(stmt, None)
         for row in claimed:
             await self._remove(row)
@@ -84,10 +90,12 @@ class Intake:
             # Removing what is already gone succeeds: dCache may repeat a remove.
             log.info("remove.absent", request_id=row.id, bfid=bfid)
         except TssdError as exc:
-            await self.store.finish(row.id, State.FAILED, type(exc).__name__, error=str(exc),
-                                    error_code=exc.exit_code)  # fmt: skip
-            log.warning("request.failed", kind="remove", request_id=row.id, bfid=bfid,
-                        error=str(exc))  # fmt: skip
+            await self.store.finish(
+                row.id, State.FAILED, type(exc).__name__, error=str(exc), error_code=exc.exit_code
+            )
+            log.warning(
+                "request.failed", kind="remove", request_id=row.id, bfid=bfid, error=str(exc)
+            )
             return
         await self.store.finish(row.id, State.DONE, "removed")
         log.info("request.done", kind="remove", request_id=row.id, bfid=bfid)
@@ -96,10 +104,15 @@ class Intake:
         """Queued migrations whose file is on tape already with the same size and checksum."""
         stmt = (
             select(Request)
-            .where(Request.kind == Kind.MIGRATE, Request.state == State.QUEUED,
-                   Request.checksum.is_not(None), Request.attempts == 0)
-            .order_by(Request.id).limit(self.batch)
-        )  # fmt: skip
+            .where(
+                Request.kind == Kind.MIGRATE,
+                Request.state == State.QUEUED,
+                Request.checksum.is_not(None),
+                Request.attempts == 0,
+            )
+            .order_by(Request.id)
+            .limit(self.batch)
+        )
         async with self.store.sessions() as session:
             rows = list((await session.scalars(stmt)).all())
         if not rows:
@@ -109,8 +122,11 @@ class Intake:
         )
         found = []
         for row in rows:
-            match = [c for c in copies.get(row.pnfsid or "", [])
-                     if c.size == row.size and c.adler32 == row.checksum]  # fmt: skip
+            match = [
+                c
+                for c in copies.get(row.pnfsid or "", [])
+                if c.size == row.size and c.adler32 == row.checksum
+            ]
             if match:
                 found.append((row, match[0]))
         return found
@@ -118,20 +134,28 @@ class Intake:
     async def migration_groups(self) -> list[tuple[str, int, int, float]]:
         """(storage class, files, bytes, oldest age in s) of queued migrations."""
         stmt = (
-            select(Request.storage_class, func.count(), func.sum(Request.size),
-                   func.min(Request.created_at))
+            select(
+                Request.storage_class,
+                func.count(),
+                func.sum(Request.size),
+                func.min(Request.created_at),
+            )
             .where(Request.kind == Kind.MIGRATE, Request.state == State.QUEUED)
             .group_by(Request.storage_class)
-        )  # fmt: skip
+        )
         now = utcnow()
         async with self.store.sessions() as session:
             rows = (await session.execute(stmt)).all()
         return [(sc or "", n, int(b or 0), _age(now, oldest)) for sc, n, b, oldest in rows]
 
     async def _fail(self, ids: Sequence[int], exc: PermanentBackendError) -> None:
-        await self.store.transition(ids, (State.QUEUED,), State.FAILED, reason=type(exc).__name__,
-                                    values={"error": str(exc), "error_code": exc.exit_code,
-                                            "finished_at": utcnow()})  # fmt: skip
+        await self.store.transition(
+            ids,
+            (State.QUEUED,),
+            State.FAILED,
+            reason=type(exc).__name__,
+            values={"error": str(exc), "error_code": exc.exit_code, "finished_at": utcnow()},
+        )
         log.warning("request.failed", kind="recall", count=len(ids), error=str(exc))
 
 

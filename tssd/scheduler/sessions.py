@@ -70,11 +70,14 @@ class SessionRunner:
         while True:
             stmt = (
                 select(Request)
-                .where(Request.kind == Kind.RECALL, Request.state == State.QUEUED,
-                       Request.volume == volume)
+                .where(
+                    Request.kind == Kind.RECALL,
+                    Request.state == State.QUEUED,
+                    Request.volume == volume,
+                )
                 .order_by(Request.position, Request.id)
                 .limit(self.chunk)
-            )  # fmt: skip
+            )
             claimed = await self.store.claim(stmt, drive.name)
             if not claimed:
                 return
@@ -91,8 +94,13 @@ class SessionRunner:
                 await self._finish_read(drive, request, result)
         finally:
             # Whatever the session did not get to goes back to the queue.
-            await self.store.transition(list(pending), (State.ACTIVE,), State.QUEUED,
-                                        reason="session ended", values={"drive": None})  # fmt: skip
+            await self.store.transition(
+                list(pending),
+                (State.ACTIVE,),
+                State.QUEUED,
+                reason="session ended",
+                values={"drive": None},
+            )
             await self.drives.flush_stats(drive)
 
     async def _read_items(
@@ -114,13 +122,22 @@ class SessionRunner:
             # The catalog changed since these were located: locate them again.
             for request_id in moved:
                 pending.pop(request_id, None)
-            await self.store.transition(moved, (State.ACTIVE,), State.QUEUED, reason="copy moved",
-                                        values={"volume": None, "position": None, "drive": None})  # fmt: skip
+            await self.store.transition(
+                moved,
+                (State.ACTIVE,),
+                State.QUEUED,
+                reason="copy moved",
+                values={"volume": None, "position": None, "drive": None},
+            )
         return by_item
 
     async def _finish_read(self, drive: DriveState, request: Request, result: ReadResult) -> None:
-        fields = {"pnfsid": request.pnfsid, "volume": result.item.copy.volume,
-                  "drive": drive.name, "request_id": request.id}  # fmt: skip
+        fields = {
+            "pnfsid": request.pnfsid,
+            "volume": result.item.copy.volume,
+            "drive": drive.name,
+            "request_id": request.id,
+        }
         if result.error is not None:
             await self._fail(request, result.error, **fields)
             return
@@ -129,8 +146,9 @@ class SessionRunner:
             return
         self.drives.account(drive, result.nbytes, result.transfer_s, result.locate_s)
         self.metrics.transfer_bytes_total.labels(kind="recall").inc(result.nbytes)
-        if await self.store.finish(request.id, State.DONE, "recalled",
-                                   result_adler32=result.adler32, size=result.nbytes):  # fmt: skip
+        if await self.store.finish(
+            request.id, State.DONE, "recalled", result_adler32=result.adler32, size=result.nbytes
+        ):
             self._observe(request, "done")
             log.info("request.done", kind="recall", bytes=result.nbytes, **fields)
 
@@ -139,11 +157,14 @@ class SessionRunner:
     async def migrate(self, drive: DriveState, storage_class: str) -> None:
         stmt = (
             select(Request)
-            .where(Request.kind == Kind.MIGRATE, Request.state == State.QUEUED,
-                   Request.storage_class == storage_class)
+            .where(
+                Request.kind == Kind.MIGRATE,
+                Request.state == State.QUEUED,
+                Request.storage_class == storage_class,
+            )
             .order_by(Request.priority.desc(), Request.id)
             .limit(self.chunk)
-        )  # fmt: skip
+        )
         claimed = await self.store.claim(stmt, drive.name)
         if not claimed:
             return
@@ -155,18 +176,27 @@ class SessionRunner:
             )
             await self.drives.ensure_mounted(drive, volume, "migrate")
             items = [
-                WriteItem(pnfsid=r.pnfsid or "", storage_class=storage_class,
-                          source=self.source_for(r), adler32=r.checksum)
+                WriteItem(
+                    pnfsid=r.pnfsid or "",
+                    storage_class=storage_class,
+                    source=self.source_for(r),
+                    adler32=r.checksum,
+                )
                 for r in claimed
-            ]  # fmt: skip
+            ]
             by_item = {id(item): r for item, r in zip(items, claimed, strict=True)}
             async for result in self.backend.write(drive.name, items):
                 request = by_item[id(result.item)]
                 pending.pop(request.id, None)
                 await self._finish_write(drive, request, result)
         finally:
-            await self.store.transition(list(pending), (State.ACTIVE,), State.QUEUED,
-                                        reason="session ended", values={"drive": None})  # fmt: skip
+            await self.store.transition(
+                list(pending),
+                (State.ACTIVE,),
+                State.QUEUED,
+                reason="session ended",
+                values={"drive": None},
+            )
             await self.drives.flush_stats(drive)
 
     async def _finish_write(self, drive: DriveState, request: Request, result: WriteResult) -> None:
@@ -180,24 +210,40 @@ class SessionRunner:
         await self.complete_migration(request, copy)
 
     async def complete_migration(self, request: Request, copy: TapeCopy) -> None:
-        uri = make_uri(request.hsm_type, request.hsm_instance, request.store, request.group,
-                       copy.bfid)  # fmt: skip
-        if await self.store.finish(request.id, State.DONE, "migrated", uri=uri, bfid=copy.bfid,
-                                   volume=copy.volume, position=copy.position,
-                                   result_adler32=copy.adler32):  # fmt: skip
+        uri = make_uri(
+            request.hsm_type, request.hsm_instance, request.store, request.group, copy.bfid
+        )
+        if await self.store.finish(
+            request.id,
+            State.DONE,
+            "migrated",
+            uri=uri,
+            bfid=copy.bfid,
+            volume=copy.volume,
+            position=copy.position,
+            result_adler32=copy.adler32,
+        ):
             self._observe(request, "done")
-            log.info("request.done", kind="migrate", request_id=request.id,
-                     pnfsid=request.pnfsid, volume=copy.volume, bfid=copy.bfid)  # fmt: skip
+            log.info(
+                "request.done",
+                kind="migrate",
+                request_id=request.id,
+                pnfsid=request.pnfsid,
+                volume=copy.volume,
+                bfid=copy.bfid,
+            )
 
     # -- shared -----------------------------------------------------------------------
 
     async def _fail(self, request: Request, exc: BaseException, **fields: Any) -> None:
         code = error_code(exc)
-        if await self.store.finish(request.id, State.FAILED, type(exc).__name__,
-                                   error=str(exc), error_code=code):  # fmt: skip
+        if await self.store.finish(
+            request.id, State.FAILED, type(exc).__name__, error=str(exc), error_code=code
+        ):
             self._observe(request, "failed")
-            log.warning("request.failed", kind=request.kind, error=str(exc), error_code=code,
-                        **fields)  # fmt: skip
+            log.warning(
+                "request.failed", kind=request.kind, error=str(exc), error_code=code, **fields
+            )
 
     def _observe(self, request: Request, outcome: str) -> None:
         self.metrics.requests_total.labels(request.kind, request.queue, outcome).inc()
@@ -212,7 +258,8 @@ class SessionRunner:
 def _copy_on(copies: Sequence[TapeCopy], volume: str, position: int | None) -> TapeCopy | None:
     on_volume = [c for c in copies if c.volume == volume]
     exact = [c for c in on_volume if c.position == position]
-    return (exact or on_volume or [None])[0]
+    found = exact or on_volume
+    return found[0] if found else None
 
 
 def _mismatch(expected: str, actual: str) -> ChecksumMismatch:

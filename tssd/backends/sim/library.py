@@ -47,7 +47,7 @@ from tssd.errors import (
     SourceUnreadable,
     TransientBackendError,
 )
-from tssd.files import CHUNK_SIZE, FileSink, FileSource, adler32_hex
+from tssd.files import CHUNK_SIZE, TEMP_SUFFIX, FileSink, FileSource, adler32_hex
 
 log = structlog.get_logger()
 
@@ -115,6 +115,9 @@ class SimLibrary(TapeBackend):
 
     async def open(self) -> None:
         self._objects.mkdir(parents=True, exist_ok=True)
+        # Writes interrupted by a crash leave their temporary files; nobody else will.
+        for stale in self._objects.glob(f".*{TEMP_SUFFIX}"):
+            stale.unlink(missing_ok=True)
         tapes = await self._catalog.ensure_tapes(
             self._settings.tapes, self._capacity, self.profile.volume_suffix
         )
@@ -190,7 +193,7 @@ class SimLibrary(TapeBackend):
             "sim.dismount.done", drive=drive, volume=volume, seconds=self._clock.now() - started
         )
 
-    def _loaded(self, drive: str, volumes: set[str]) -> _Drive:
+    def _loaded(self, drive: str, volumes: set[str]) -> tuple[_Drive, str]:
         state = self._drive(drive)
         if state.volume is None:
             raise TransientBackendError(f"no volume in {drive}", code=RC_DATA_UNAVAILABLE)
@@ -200,12 +203,12 @@ class SimLibrary(TapeBackend):
                 f"{drive} holds {state.volume}, not {', '.join(sorted(wrong))}",
                 code=RC_DATA_UNAVAILABLE,
             )
-        return state
+        return state, state.volume
 
     # -- read --------------------------------------------------------------------------
 
     async def read(self, drive: str, items: Sequence[ReadItem]) -> AsyncIterator[ReadResult]:
-        state = self._loaded(drive, {item.copy.volume for item in items})
+        state, _ = self._loaded(drive, {item.copy.volume for item in items})
         for item in items:
             yield await self._read_one(drive, state, item)
 
@@ -301,21 +304,21 @@ class SimLibrary(TapeBackend):
             return await self._catalog.allocate(storage_class, size)
 
     async def write(self, drive: str, items: Sequence[WriteItem]) -> AsyncIterator[WriteResult]:
-        state = self._loaded(drive, set())
+        state, volume = self._loaded(drive, set())
         for item in items:
-            yield await self._write_one(drive, state, item)
+            yield await self._write_one(drive, state, volume, item)
 
-    async def _write_one(self, drive: str, state: _Drive, item: WriteItem) -> WriteResult:
+    async def _write_one(
+        self, drive: str, state: _Drive, volume: str, item: WriteItem
+    ) -> WriteResult:
         expected = normalize_adler32(item.adler32)
         size = item.source.size
         if expected is not None:
             existing = await self._catalog.find_copy(item.pnfsid, size, expected)
             if existing is not None:
                 return self._already_on_tape(drive, item, existing)
-        volume = state.volume
-        assert volume is not None  # checked by _loaded; no await has run since
         try:
-            await self._check_room(volume, item.storage_class, size)
+            end_of_data = await self._check_room(volume, item.storage_class, size)
             bfid = uuid.uuid4().hex
             nbytes, adler = await self._copy_in(item, bfid)
         except (DataError, PermanentBackendError, TransientBackendError) as exc:
@@ -328,6 +331,8 @@ class SimLibrary(TapeBackend):
         if existing is not None:
             await self._discard(bfid)
             return self._already_on_tape(drive, item, existing)
+        # Appending starts at the end of data, wherever reads left the head.
+        await self._delay(self.profile.locate_s(state.head, end_of_data, state.capacity))
         await self._delay(self.profile.per_file_s)
         transfer_s = await self._delay(self.profile.transfer_s(nbytes))
         try:
@@ -347,11 +352,13 @@ class SimLibrary(TapeBackend):
         )
         return WriteResult(item, copy=copy, transfer_s=transfer_s)
 
-    async def _check_room(self, volume: str, storage_class: str, size: int) -> None:
+    async def _check_room(self, volume: str, storage_class: str, size: int) -> int:
+        """Refuse early what the tape cannot take; return its end of data."""
         tape = await self._catalog.tape(volume)
         if tape is None:
             raise PermanentBackendError(f"volume {volume} is not in the library")
         check_room(tape, storage_class, size)
+        return tape.used
 
     async def _copy_in(self, item: WriteItem, bfid: str) -> tuple[int, str]:
         sink = FileSink(self._objects / bfid)
