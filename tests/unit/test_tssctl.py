@@ -18,7 +18,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tssd.cli import render
-from tssd.cli.tssctl import main, parse_line
+from tssd.cli.commands.recall import parse_line
+from tssd.cli.tssctl import main
 
 STATUS = {
     "version": "0.1.0",
@@ -308,7 +309,7 @@ def test_list_limit_warns_about_more(
     code, out, err = run(capsys, sock, "requests", "list", "--limit", "5")
     assert code == 0
     assert len(out.splitlines()) == 6
-    assert err.startswith("tssctl: more requests may match")
+    assert err.startswith("tssctl: more requests match")
 
 
 def test_list_filters_and_json(
