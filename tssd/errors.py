@@ -94,3 +94,7 @@ class NoSpace(DataError):
     """The recall destination's file system is full."""
 
     exit_code = 41
+
+
+class DatabaseUnavailable(TssdError):
+    """The database cannot be reached or opened (server down, bad credentials, no file)."""

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from tssd.errors import SchemaError, TssdError
+from tssd.errors import DatabaseUnavailable, SchemaError, TssdError
 
 log = structlog.get_logger()
 
@@ -33,10 +33,6 @@ VERSION_TABLE = "alembic_version"
 # Arbitrary but fixed: serializes concurrent migrations (two daemons auto-initializing one
 # PostgreSQL database) so the second one finds the schema done instead of colliding.
 _PG_MIGRATION_LOCK = 0x7473_7364_0001
-
-
-class DatabaseUnavailable(TssdError):
-    """The database cannot be reached or opened (server down, bad credentials, no file)."""
 
 
 def migrations_dir() -> Path:
