@@ -196,6 +196,10 @@ class CountingSink:
         self._adler = zlib.adler32(data, self._adler)
         self.nbytes += len(data)
 
+    def account(self, nbytes: int) -> None:
+        """Count *nbytes* that were never materialised (simulated objects without data)."""
+        self.nbytes += nbytes
+
     async def commit(self) -> tuple[int, str]:
         self.committed = True
         return self.nbytes, adler32_hex(self._adler)

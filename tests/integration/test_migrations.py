@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -284,6 +285,11 @@ async def test_unreachable_database_is_database_unavailable(tmp_path: Path) -> N
             await schema.ensure_schema(engine, auto_init=True)
     finally:
         await engine.dispose()
+    # aiosqlite's worker thread of the failed connect reports back to the loop later: let it
+    # finish while the loop is still open.
+    for thread in threading.enumerate():
+        if thread.name.endswith("(_connection_worker_thread)"):
+            thread.join(timeout=10)
     engine = create_engine("postgresql+asyncpg://postgres@127.0.0.1:1/none")
     try:
         with pytest.raises(schema.DatabaseUnavailable):

@@ -47,7 +47,7 @@ from tssd.errors import (
     SourceUnreadable,
     TransientBackendError,
 )
-from tssd.files import CHUNK_SIZE, TEMP_SUFFIX, FileSink, FileSource, adler32_hex
+from tssd.files import CHUNK_SIZE, TEMP_SUFFIX, CountingSink, FileSink, FileSource, adler32_hex
 
 log = structlog.get_logger()
 
@@ -280,6 +280,10 @@ class SimLibrary(TapeBackend):
         Imported objects have no bytes and their catalog checksum describes data we do
         not hold, so they are streamed as filler and not verified.
         """
+        if not obj.has_data and isinstance(sink, CountingSink):
+            # Simulation: terabytes of filler would only be counted, so count them.
+            sink.account(obj.size)
+            return None
         if obj.has_data:
             source = FileSource(self._objects / obj.bfid, obj.size).chunks()
         else:
