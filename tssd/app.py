@@ -11,10 +11,12 @@ import asyncio
 import signal
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tssd.api.server import start_listeners
 from tssd.backends.base import Sink, Source
@@ -25,13 +27,15 @@ from tssd.db.engine import create_engine, is_postgres, session_factory
 from tssd.db.models import Request
 from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
+from tssd.endit.service import endit_intake
 from tssd.files import FileSink, FileSource
 from tssd.metrics import Metrics
 from tssd.retry import Retrier, RetryPolicy
 from tssd.scheduler.core import Scheduler
 from tssd.scheduler.drives import DriveManager
 from tssd.scheduler.intake import Intake
-from tssd.scheduler.sessions import SessionRunner
+from tssd.scheduler.policy import Policy, get_policy
+from tssd.scheduler.sessions import SessionRunner, SinkFactory, SourceFactory
 from tssd.services import Services
 
 log = structlog.get_logger()
@@ -45,23 +49,30 @@ def file_source(request: Request) -> Source:
     return FileSource(Path(request.path or ""), request.size or 0)
 
 
+@dataclass(frozen=True)
+class Wiring:
+    """What differs between ``tssd serve`` and ``tssd simulate``: time, data and policy."""
+
+    clock: Clock = field(default_factory=RealClock)
+    sink_for: SinkFactory = file_sink
+    source_for: SourceFactory = file_source
+    policy: Policy = field(default_factory=lambda: get_policy("tssd"))
+
+
 @asynccontextmanager
-async def build_services(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Services]:
-    """Every component of a daemon, opened in order and closed in reverse."""
-    clock = clock or RealClock()
+async def build_services(
+    settings: Settings, wiring: Wiring | None = None, engine: AsyncEngine | None = None
+) -> AsyncIterator[Services]:
+    """Every component of a daemon, opened in order and closed in reverse.
+
+    Without *engine* the database of the settings is opened and its schema checked; with
+    one (simulation) the caller owns it.
+    """
+    wiring = wiring or Wiring()
+    clock = wiring.clock
     async with AsyncExitStack() as stack:
-        engine = create_engine(
-            settings.database_url,
-            pool_size=settings.database.pool_size,
-            busy_timeout_s=settings.database.busy_timeout_s,
-        )
-        stack.push_async_callback(engine.dispose)
-        revision = await ensure_schema(engine, auto_init=settings.database.auto_init)
-        log.info(
-            "db.ready",
-            database=make_url(settings.database_url).get_backend_name(),
-            revision=revision,
-        )
+        if engine is None:
+            engine = await stack.enter_async_context(_database(settings))
         sessions = session_factory(engine)
         metrics = Metrics()
         backend = await stack.enter_async_context(create_backend(settings, sessions, clock))
@@ -70,27 +81,34 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Asyn
         store = RequestStore(sessions, postgres=is_postgres(engine))
         drives = DriveManager(backend, sessions, retrier, metrics, clock)
         runner = SessionRunner(
-            store,
-            backend,
-            drives,
-            retrier,
-            metrics,
-            sink_for=file_sink,
-            source_for=file_source,
-            chunk=settings.scheduler.recall_chunk,
-        )
+            store, backend, drives, retrier, metrics, sink_for=wiring.sink_for,
+            source_for=wiring.source_for, chunk=settings.scheduler.recall_chunk,
+            policy=wiring.policy,
+        )  # fmt: skip
+        intake = Intake(store, backend, retrier, wiring.policy)
         scheduler = Scheduler(
-            settings.scheduler, store, drives, Intake(store, backend, retrier), runner, metrics
+            settings.scheduler, store, drives, intake, runner, metrics, wiring.policy
         )
         yield Services(
-            settings=settings,
-            store=store,
-            backend=backend,
-            metrics=metrics,
-            drives=drives,
-            scheduler=scheduler,
-            database=engine.dialect.name,
-        )
+            settings=settings, store=store, backend=backend, metrics=metrics,
+            drives=drives, scheduler=scheduler, database=engine.dialect.name,
+        )  # fmt: skip
+
+
+@asynccontextmanager
+async def _database(settings: Settings) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(
+        settings.database_url,
+        pool_size=settings.database.pool_size,
+        busy_timeout_s=settings.database.busy_timeout_s,
+    )
+    try:
+        revision = await ensure_schema(engine, auto_init=settings.database.auto_init)
+        backend = make_url(settings.database_url).get_backend_name()
+        log.info("db.ready", database=backend, revision=revision)
+        yield engine
+    finally:
+        await engine.dispose()
 
 
 async def serve(settings: Settings) -> None:
@@ -103,6 +121,11 @@ async def serve(settings: Settings) -> None:
         await services.scheduler.start()
         addresses = await start_listeners(services, listeners)
         task = asyncio.create_task(services.scheduler.run(), name="scheduler")
+        # ENDIT directories: started after the scheduler, stopped before it.
+        intakes = await listeners.enter_async_context(AsyncExitStack())
+        await intakes.enter_async_context(
+            endit_intake(settings, services.store, services.backend, services.metrics)
+        )
         log.info(
             "daemon.ready",
             listen=addresses,
@@ -112,6 +135,7 @@ async def serve(settings: Settings) -> None:
         await stop.wait()
         log.info("daemon.stopping", grace_s=settings.scheduler.shutdown_grace_s)
         services.accepting = False
+        await intakes.aclose()
         await services.scheduler.stop(settings.scheduler.shutdown_grace_s)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -71,7 +71,9 @@ def upgrade() -> None:
         sqlite_where=sa.text(OPEN_REQUEST),
         postgresql_where=sa.text(OPEN_REQUEST),
     )
-    op.create_index(op.f("ix_requests_state_kind"), "requests", ["state", "kind"])
+    op.create_index(
+        op.f("ix_requests_state_kind_volume"), "requests", ["state", "kind", "volume", "position"]
+    )
     op.create_index(op.f("ix_requests_volume_position"), "requests", ["volume", "position"])
     op.create_index(op.f("ix_requests_pnfsid"), "requests", ["pnfsid"])
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from collections.abc import Coroutine, Sequence
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -32,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("serve", help="run the daemon (API, scheduler, backend)")
     sub.add_parser("config", help="print every setting with its value, origin and meaning")
+    _add_simulate(sub)
     db = sub.add_parser("db", help="database schema administration")
     db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     db_sub.add_parser("upgrade", help="apply the Alembic migrations up to this version")
@@ -41,6 +44,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_simulate(sub: Any) -> None:
+    sim = sub.add_parser(
+        "simulate",
+        help="run a recall campaign against the simulated library in virtual time",
+        description="Replay REQUESTS.csv against CATALOG.csv with the real scheduler, "
+        "database layer and simulated library, on a virtual clock; print the JSON report.",
+    )
+    sim.add_argument("--catalog", type=Path, help="CATALOG.csv: pnfsid,volume,seq,size,...")
+    sim.add_argument("--requests", type=Path, help="REQUESTS.csv: pnfsid,at[,priority,queue]")
+    sim.add_argument("--profile", default="lto9", help="drive profile (default lto9)")
+    sim.add_argument("--drives", type=_positive, default=10, help="drives (default 10)")
+    sim.add_argument("--window", type=_positive, help="most requests outstanding at once")
+    sim.add_argument("--policy", default="tssd", help="tssd (default), fifo or tss")
+    sim.add_argument("--seed", type=int, default=0, help="seed of the simulated faults")
+    sim.add_argument("--robot-arms", type=_positive, default=2, help="robot arms (default 2)")
+    sim.add_argument("--report", type=Path, help="also write the JSON report here")
+    sim.add_argument("--plot", type=Path, help="write a throughput-over-time PNG here")
+    sim.add_argument("--list-profiles", action="store_true", help="print the drive profiles")
+    sim.add_argument("--json", action="store_true", help="with --list-profiles: as JSON")
+
+
+def _overridden(origin: dict[str, str]) -> set[str]:
+    return {key for key, src in origin.items() if src != "default"}
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -48,10 +83,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"tssd: {exc}", file=sys.stderr)
         return 3
-    configure_logging(settings.log.level, settings.log.format)
+    # A simulation logs every request of a campaign: only problems, unless asked for more.
+    simulating = args.command == "simulate" and "log.level" not in _overridden(origin)
+    configure_logging("warning" if simulating else settings.log.level, settings.log.format)
     if args.command == "config":
         print(to_toml(settings, origin), end="")
         return 0
+    if args.command == "simulate":
+        return _simulate(args)
     try:
         if args.command == "serve":
             log.info(
@@ -78,6 +117,35 @@ def _run(coro: Coroutine[Any, Any, int]) -> int:
         return uvloop.run(coro)
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
         return asyncio.run(coro)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from tssd.simulate.command import list_profiles, simulate
+    from tssd.simulate.runner import Options
+
+    if args.list_profiles:
+        profiles = list_profiles()
+        if args.json:
+            print(json.dumps(profiles, indent=2))
+        else:
+            for name, params in profiles.items():
+                print(name, " ".join(f"{k}={v}" for k, v in params.items() if k != "name"))
+        return 0
+    if args.catalog is None or args.requests is None:
+        print("tssd: simulate needs --catalog and --requests", file=sys.stderr)
+        return 2
+    options = Options(
+        catalog=args.catalog, requests=args.requests, profile=args.profile,
+        drives=args.drives, window=args.window, policy=args.policy, seed=args.seed,
+        robot_arms=args.robot_arms,
+    )  # fmt: skip
+    try:
+        report = simulate(options, args.report, args.plot)
+    except (OSError, TssdError) as exc:
+        print(f"tssd: simulate: {exc}", file=sys.stderr)
+        return 3 if isinstance(exc, ConfigError) else 1
+    print(json.dumps(report, indent=2))
+    return 0
 
 
 async def _serve(settings: Settings) -> int:

@@ -112,7 +112,8 @@ class Request(Base):
             sqlite_where=text("state IN ('queued', 'active')"),
             postgresql_where=text("state IN ('queued', 'active')"),
         ),
-        Index("ix_requests_state_kind", "state", "kind"),
+        # Serves the scheduler: unlocated recalls, per-tape queues in position order.
+        Index("ix_requests_state_kind_volume", "state", "kind", "volume", "position"),
         Index("ix_requests_volume_position", "volume", "position"),
         Index("ix_requests_pnfsid", "pnfsid"),
     )
@@ -215,3 +216,42 @@ class SimObject(Base):
     has_data: Mapped[bool] = mapped_column(Boolean, default=False)
 
     __table_args__ = (Index("uq_sim_objects_volume_seq", "volume", "seq", unique=True),)
+
+
+class ScsiTape(Base):
+    """SCSI library: a cartridge known from the changer inventory, and its fill state."""
+
+    __tablename__ = "scsi_tapes"
+
+    volume: Mapped[str] = mapped_column(String(32), primary_key=True)
+    storage_class: Mapped[str | None] = mapped_column(String(255))
+    # Nominal capacity, used to choose a tape; the drive's end of medium is what closes it.
+    capacity: Mapped[int] = mapped_column(BigInteger)
+    used: Mapped[int] = mapped_column(BigInteger, default=0)
+    block_size: Mapped[int] = mapped_column(Integer)
+    # Logical block id where the next object's header block goes (after the label).
+    next_block: Mapped[int] = mapped_column(BigInteger, default=0)
+    next_seq: Mapped[int] = mapped_column(Integer, default=1)
+    labelled: Mapped[bool] = mapped_column(Boolean, default=False)
+    full: Mapped[bool] = mapped_column(Boolean, default=False)
+    state: Mapped[str] = mapped_column(String(16), default="ok")  # ok, disabled
+    reason: Mapped[str | None] = mapped_column(Text)
+
+
+class ScsiObject(Base):
+    """SCSI library: one object on a cartridge, with the block id of its header block."""
+
+    __tablename__ = "scsi_objects"
+
+    bfid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    pnfsid: Mapped[str] = mapped_column(String(64), index=True)
+    volume: Mapped[str] = mapped_column(String(32))
+    seq: Mapped[int] = mapped_column(Integer)
+    block: Mapped[int] = mapped_column(BigInteger)
+    offset: Mapped[int] = mapped_column(BigInteger, default=0)  # bytes written before it
+    size: Mapped[int] = mapped_column(BigInteger)
+    adler32: Mapped[str] = mapped_column(String(16))
+    storage_class: Mapped[str | None] = mapped_column(String(255))
+    written_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("uq_scsi_objects_volume_seq", "volume", "seq", unique=True),)

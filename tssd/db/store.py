@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import structlog
-from sqlalchemy import Select, and_, func, insert, select, update
+from sqlalchemy import Select, Table, and_, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -25,6 +25,10 @@ from tssd.submit import SubmitSpec
 
 log = structlog.get_logger()
 CHUNK = 500
+REQUESTS = cast(Table, Request.__table__)
+EVENTS = cast(Table, RequestEvent.__table__)
+# request_events reason of a finished request whose outcome a client has been told.
+REPORTED = "reported"
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ class Notifier:
     def __init__(self) -> None:
         self._waiters: dict[int, set[asyncio.Event]] = {}
         self.work = asyncio.Event()
+        #: Called with the ids of requests that just finished (simulation bookkeeping).
+        self.listeners: list[Callable[[Sequence[int]], None]] = []
 
     def watch(self, request_id: int) -> asyncio.Event:
         event = asyncio.Event()
@@ -57,7 +63,9 @@ class Notifier:
             if not events:
                 del self._waiters[request_id]
 
-    def finished(self, ids: Iterable[int]) -> None:
+    def finished(self, ids: Sequence[int]) -> None:
+        for listener in self.listeners:
+            listener(ids)
         for request_id in ids:
             for event in self._waiters.get(request_id, ()):
                 event.set()
@@ -204,6 +212,43 @@ class RequestStore:
         finally:
             self.notifier.unwatch(request_id, event)
 
+    async def latest(self, kind: str, pnfsid: str) -> tuple[Request, bool] | None:
+        """The newest request of *kind* for *pnfsid*, and whether its outcome was reported.
+
+        ``tss-hsm`` polls with this: a poll must find the recall it started even after that
+        recall has finished, and must not report one outcome to two dCache calls.
+        """
+        stmt = (
+            select(Request)
+            .where(Request.pnfsid == pnfsid.upper(), Request.kind == kind)
+            .order_by(Request.id.desc())
+            .limit(1)
+        )
+        async with self.sessions() as session:
+            row = (await session.scalars(stmt)).first()
+            if row is None:
+                return None
+            if State(row.state).is_open:
+                return row, False
+            reported = await session.scalar(
+                select(func.count())
+                .select_from(RequestEvent)
+                .where(RequestEvent.request_id == row.id, RequestEvent.reason == REPORTED)
+            )
+        return row, bool(reported)
+
+    async def mark_reported(self, request_id: int) -> Request:
+        """Record that a client was told the outcome of a finished request (idempotent)."""
+        async with self.sessions.begin() as session:
+            row = await session.get(Request, request_id)
+            if row is None:
+                raise NotFound(f"no request {request_id}")
+            state = State(row.state)
+            if state.is_open:
+                raise Conflict(f"request {request_id} is {row.state}: not finished")
+            await _record_events(session, [row.id], state, state, REPORTED)
+        return row
+
     # -- operator actions -------------------------------------------------------------
 
     async def cancel(self, request_id: int, reason: str = "cancelled by operator") -> Request:
@@ -255,15 +300,16 @@ class RequestStore:
         moved: list[int] = []
         now = utcnow()
         sources = list(from_states)
+        # Core statements: the ORM's bulk-update bookkeeping costs more than the UPDATE.
         async with self.sessions.begin() as session:
             for i in range(0, len(ids), CHUNK):
                 stmt = (
-                    update(Request)
-                    .where(Request.id.in_(ids[i : i + CHUNK]), Request.state.in_(sources))
+                    update(REQUESTS)
+                    .where(REQUESTS.c.id.in_(ids[i : i + CHUNK]), REQUESTS.c.state.in_(sources))
                     .values(state=to_state.value, updated_at=now, **(values or {}))
-                    .returning(Request.id)
+                    .returning(REQUESTS.c.id)
                 )
-                moved.extend((await session.scalars(stmt)).all())
+                moved.extend((await session.execute(stmt)).scalars().all())
             await _record_events(session, moved, None, to_state, reason)
         if not to_state.is_open:
             self.notifier.finished(moved)
@@ -319,13 +365,18 @@ class RequestStore:
         return rows
 
     async def set_locations(self, located: dict[int, tuple[str, int]]) -> None:
+        if not located:
+            return
+        stmt = (
+            update(REQUESTS)
+            .where(REQUESTS.c.id == bindparam("rid"))
+            .values(volume=bindparam("vol"), position=bindparam("pos"))
+        )
+        params = [{"rid": i, "vol": v, "pos": p} for i, (v, p) in located.items()]
         async with self.sessions.begin() as session:
-            for request_id, (volume, position) in located.items():
-                await session.execute(
-                    update(Request)
-                    .where(Request.id == request_id)
-                    .values(volume=volume, position=position)
-                )
+            conn = await session.connection()
+            for i in range(0, len(params), CHUNK):
+                await conn.execute(stmt, params[i : i + CHUNK])
 
 
 def _new_request(spec: SubmitSpec) -> Request:
@@ -374,8 +425,9 @@ async def _record_events(
         }
         for i in ids
     ]
+    conn = await session.connection()
     for i in range(0, len(rows), CHUNK):
-        await session.execute(insert(RequestEvent), rows[i : i + CHUNK])
+        await conn.execute(insert(EVENTS), rows[i : i + CHUNK])
 
 
 async def _queue_rows(sessions: async_sessionmaker[AsyncSession]) -> list[dict[str, Any]]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 
 from tssd.config import SchedulerSettings
 from tssd.db.models import Kind, Request, State
@@ -23,6 +24,7 @@ from tssd.errors import TssdError
 from tssd.metrics import Metrics
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.intake import Intake
+from tssd.scheduler.policy import Policy
 from tssd.scheduler.sessions import SessionRunner
 
 log = structlog.get_logger()
@@ -47,7 +49,9 @@ class Scheduler:
         intake: Intake,
         runner: SessionRunner,
         metrics: Metrics,
+        policy: Policy,
     ) -> None:
+        self.policy = policy
         self.settings = settings
         self.store = store
         self.drives = drives
@@ -58,6 +62,8 @@ class Scheduler:
         self._volumes_busy: set[str] = set()
         self._classes_busy: set[str] = set()
         self._stopping = asyncio.Event()
+        self._seen_pending: set[tuple[str, str]] = set()
+        self._pending_at = float("-inf")
 
     async def start(self) -> None:
         await self.drives.load()
@@ -101,31 +107,17 @@ class Scheduler:
         await self.intake.locate_recalls(self._volumes_busy)
         if self._stopping.is_set():
             return
-        for candidate in await self._candidates():
-            drive = self._pick_drive(candidate)
-            if drive is None:
-                continue
-            self._start(drive, candidate)
+        # The candidate queries scan the queue: only worth it when a drive can take work.
+        if self.drives.free():
+            for candidate in await self._candidates():
+                drive = self._pick_drive(candidate)
+                if drive is not None:
+                    self._start(drive, candidate)
         await self._dismount_idle()
         await self._update_pending()
 
     async def _candidates(self) -> list[Candidate]:
-        stmt = (
-            select(Request.volume, func.max(Request.priority), func.min(Request.id))
-            .where(
-                Request.kind == Kind.RECALL,
-                Request.state == State.QUEUED,
-                Request.volume.is_not(None),
-            )
-            .group_by(Request.volume)
-        )
-        async with self.store.sessions() as session:
-            rows = (await session.execute(stmt)).all()
-        found = [
-            Candidate("recall", v, p or 0, float(first))
-            for v, p, first in rows
-            if v is not None and v not in self._volumes_busy
-        ]
+        found = await self._recall_candidates()
         for sc, _files, nbytes, age in await self.intake.migration_groups():
             if sc in self._classes_busy:
                 continue
@@ -134,10 +126,37 @@ class Scheduler:
                 or age >= self.settings.migrate_max_age_s
             ):
                 found.append(Candidate("migrate", sc, 0, -age))
-        # Recalls on a tape already in a drive first (no mount), then priority, then age.
+        # A tape already in a drive first (no mount), then priority, then age.
         return sorted(
-            found, key=lambda c: (self.drives.holding(c.target) is None, -c.priority, c.oldest)
+            found,
+            key=lambda c: (self.drives.holding(c.target) is None, -c.priority, c.oldest),
         )
+
+    async def _recall_candidates(self) -> list[Candidate]:
+        queued = (
+            Request.kind == Kind.RECALL,
+            Request.state == State.QUEUED,
+            Request.volume.is_not(None),
+        )
+        if self.policy.files_per_session is not None:
+            # Arrival order: the tapes of the oldest requests, one file at a time.
+            limit = 4 * len(self.drives.drives) + len(self._volumes_busy)
+            stmt = select(Request.volume, Request.priority, Request.id).where(*queued)
+            rows = (await self._rows(stmt.order_by(Request.id).limit(limit)))[::-1]
+        else:
+            stmt = select(Request.volume, func.max(Request.priority), func.min(Request.id))
+            rows = await self._rows(stmt.where(*queued).group_by(Request.volume))
+        use_priority = self.policy.use_priority
+        by_volume = {
+            v: Candidate("recall", v, (p or 0) if use_priority else 0, float(first))
+            for v, p, first in rows
+            if v is not None and v not in self._volumes_busy
+        }
+        return list(by_volume.values())
+
+    async def _rows(self, stmt: Select[Any, Any, Any]) -> list[Any]:
+        async with self.store.sessions() as session:
+            return list((await session.execute(stmt)).all())
 
     def _pick_drive(self, candidate: Candidate) -> DriveState | None:
         free = self.drives.free()
@@ -208,6 +227,11 @@ class Scheduler:
                     self._volumes_busy.discard(volume)
 
     async def _update_pending(self) -> None:
+        # A full count scans the table: often enough for a gauge, not on every pass.
+        now = self.drives.clock.now()
+        if now - self._pending_at < self.settings.tick_s * 5:
+            return
+        self._pending_at = now
         pending: dict[tuple[str, str], int] = {}
         for kind, queue, state, n in await self.store.counts():
             if state in ("queued", "active"):
@@ -217,8 +241,6 @@ class Scheduler:
         for labels in list(self._seen_pending - pending.keys()):
             self.metrics.requests_pending.labels(*labels).set(0)
         self._seen_pending = set(pending)
-
-    _seen_pending: set[tuple[str, str]] = set()
 
     async def shutdown_drives(self) -> None:
         """Dismount every tape (after sessions ended) so mount records close cleanly."""

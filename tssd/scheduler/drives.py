@@ -37,6 +37,7 @@ class DriveState:
     transfer_s: float = 0.0
     last_error: str | None = None
     purposes: set[str] = field(default_factory=set)
+    record: MountRecord | None = None
 
     @property
     def state(self) -> str:
@@ -45,6 +46,21 @@ class DriveState:
         if self.busy:
             return "busy"
         return "mounted" if self.volume else "empty"
+
+
+@dataclass
+class MountRecord:
+    """One mount as the clock saw it (``tssd simulate`` reports from these)."""
+
+    drive: str
+    volume: str
+    requested: float
+    ready: float = 0.0
+    unload: float | None = None
+    ended: float | None = None
+    files: int = 0
+    bytes: int = 0
+    transfer_s: float = 0.0
 
 
 class DriveManager:
@@ -65,6 +81,8 @@ class DriveManager:
         self.clock = clock
         self.drives: dict[str, DriveState] = {}
         self._recent: deque[tuple[float, int]] = deque()
+        #: Every mount of this process, for reports; the database keeps the durable history.
+        self.history: list[MountRecord] = []
 
     async def load(self) -> None:
         """Take the drive list from the backend; close mounts a crash left open."""
@@ -124,6 +142,8 @@ class DriveManager:
             "mount", lambda: self.backend.mount(drive.name, volume), drive=drive.name, volume=volume
         )
         ready = self.clock.now()
+        self.history.append(MountRecord(drive.name, volume, requested=start, ready=ready))
+        drive.record = self.history[-1]
         drive.volume, drive.mount_id, drive.mounted_at = volume, mount_id, start
         drive.files = drive.bytes = 0
         drive.transfer_s = 0.0
@@ -137,6 +157,9 @@ class DriveManager:
         if drive.volume is None:
             return
         volume = drive.volume
+        record = drive.record
+        if record is not None:
+            record.unload = self.clock.now()
         await self.retrier.call(
             "dismount", lambda: self.backend.dismount(drive.name), drive=drive.name, volume=volume
         )
@@ -156,12 +179,19 @@ class DriveManager:
             session_s=round(held, 3),
             efficiency=round(efficiency, 4),
         )
+        if record is not None:
+            record.ended = self.clock.now()
         drive.volume = None
         drive.mount_id = None
+        drive.record = None
         drive.idle_since = self.clock.now()
 
     def account(self, drive: DriveState, nbytes: int, transfer_s: float, locate_s: float) -> None:
         self._recent.append((self.clock.now(), nbytes))
+        if drive.record is not None:
+            drive.record.files += 1
+            drive.record.bytes += nbytes
+            drive.record.transfer_s += transfer_s
         drive.files += 1
         drive.bytes += nbytes
         drive.transfer_s += transfer_s

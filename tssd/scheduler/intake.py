@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 
 import structlog
 from sqlalchemy import func, select
@@ -12,17 +13,25 @@ from tssd.db.models import Kind, Request, State, utcnow
 from tssd.db.store import RequestStore
 from tssd.errors import ObjectNotFound, PermanentBackendError, TssdError
 from tssd.retry import Retrier
+from tssd.scheduler.policy import Policy
 
 log = structlog.get_logger()
 
 
 class Intake:
     def __init__(
-        self, store: RequestStore, backend: TapeBackend, retrier: Retrier, *, batch: int = 5000
+        self,
+        store: RequestStore,
+        backend: TapeBackend,
+        retrier: Retrier,
+        policy: Policy,
+        *,
+        batch: int = 5000,
     ) -> None:
         self.store = store
         self.backend = backend
         self.retrier = retrier
+        self.policy = policy
         self.batch = batch
 
     async def locate_recalls(self, busy_volumes: Iterable[str]) -> int:
@@ -41,33 +50,40 @@ class Intake:
             return 0
         pnfsids = sorted({r.pnfsid for r in rows if r.pnfsid})
         copies = await self.retrier.call("locate", lambda: self.backend.locate(pnfsids))
-        preferred = set(busy_volumes) | await self._queued_volumes()
+        needed = set(busy_volumes)
+        if self.policy.prefer_needed_tapes:
+            needed |= await self._needed_volumes(copies)
         located: dict[int, tuple[str, int]] = {}
         missing: list[int] = []
         for row in rows:
-            copy = choose_copy(copies.get(row.pnfsid or "", []), preferred)
+            copy = self.policy.choose_copy(copies.get(row.pnfsid or "", []), needed)
             if copy is None:
                 missing.append(row.id)
                 continue
             located[row.id] = (copy.volume, copy.position)
-            preferred.add(copy.volume)
+            needed.add(copy.volume)
         await self.store.set_locations(located)
         if missing:
             await self._fail(missing, ObjectNotFound("no copy of the file on tape"))
         return len(rows)
 
-    async def _queued_volumes(self) -> set[str]:
-        stmt = (
-            select(Request.volume)
-            .where(
-                Request.kind == Kind.RECALL,
-                Request.state.in_(("queued", "active")),
-                Request.volume.is_not(None),
-            )
-            .group_by(Request.volume)
-        )
+    async def _needed_volumes(self, copies: dict[str, list[TapeCopy]]) -> set[str]:
+        """Of the volumes holding a second copy of some file, those with recalls queued."""
+        candidates = sorted({c.volume for cs in copies.values() if len(cs) > 1 for c in cs})
+        needed: set[str] = set()
         async with self.store.sessions() as session:
-            return {v for v in (await session.scalars(stmt)).all() if v}
+            for i in range(0, len(candidates), 500):
+                stmt = (
+                    select(Request.volume)
+                    .where(
+                        Request.state.in_(("queued", "active")),
+                        Request.kind == Kind.RECALL,
+                        Request.volume.in_(candidates[i : i + 500]),
+                    )
+                    .distinct()
+                )
+                needed.update(v for v in (await session.scalars(stmt)).all() if v)
+        return needed
 
     async def removals(self) -> int:
         """Carry out queued removals (a catalog operation: no drive needed)."""
@@ -159,24 +175,8 @@ class Intake:
         log.warning("request.failed", kind="recall", count=len(ids), error=str(exc))
 
 
-def choose_copy(copies: Sequence[TapeCopy], preferred: set[str]) -> TapeCopy | None:
-    """Prefer a copy on a tape that is mounted or already has work; else the oldest copy.
-
-    The oldest copy usually sits with the rest of its dataset (the GridKa duplicates
-    lesson: later copies are scattered re-writes). The full set-cover choice belongs to
-    the scheduler policy.
-    """
-    if not copies:
-        return None
-    on_preferred = [c for c in copies if c.volume in preferred]
-    pool = on_preferred or list(copies)
-    return min(pool, key=lambda c: (c.written_at, c.volume, c.position))
-
-
-def _age(now: object, then: object) -> float:
-    from datetime import UTC, datetime
-
-    if not isinstance(then, datetime) or not isinstance(now, datetime):
+def _age(now: datetime, then: datetime | None) -> float:
+    if then is None:
         return 0.0
     if then.tzinfo is None:
         then = then.replace(tzinfo=UTC)

@@ -29,6 +29,7 @@ from tssd.errors import ChecksumMismatch, TssdError
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
 from tssd.scheduler.drives import DriveManager, DriveState
+from tssd.scheduler.policy import Policy
 from tssd.submit import make_uri
 
 log = structlog.get_logger()
@@ -53,7 +54,9 @@ class SessionRunner:
         sink_for: SinkFactory,
         source_for: SourceFactory,
         chunk: int,
+        policy: Policy,
     ) -> None:
+        self.policy = policy
         self.store = store
         self.backend = backend
         self.drives = drives
@@ -67,7 +70,10 @@ class SessionRunner:
 
     async def recall(self, drive: DriveState, volume: str) -> None:
         await self.drives.ensure_mounted(drive, volume, "recall")
-        while True:
+        budget = self.policy.files_per_session
+        order = (Request.position, Request.id) if self.policy.position_order else (Request.id,)
+        while budget is None or budget > 0:
+            limit = self.chunk if budget is None else min(budget, self.chunk)
             stmt = (
                 select(Request)
                 .where(
@@ -75,12 +81,14 @@ class SessionRunner:
                     Request.state == State.QUEUED,
                     Request.volume == volume,
                 )
-                .order_by(Request.position, Request.id)
-                .limit(self.chunk)
+                .order_by(*order)
+                .limit(limit)
             )
             claimed = await self.store.claim(stmt, drive.name)
             if not claimed:
                 return
+            if budget is not None:
+                budget -= len(claimed)
             await self._read_batch(drive, volume, claimed)
 
     async def _read_batch(self, drive: DriveState, volume: str, claimed: list[Request]) -> None:
