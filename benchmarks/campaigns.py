@@ -11,8 +11,8 @@ Scenarios (sizes in the spirit of the GridKa paper, reference.md section 1):
   indiv10       21,071 of the 25,997 files of the whole10 tapes.
   duplicates    27,079 files on 10 tapes; later extra copies of many of them spread
                 over 48 other tapes (dCache re-writes of unacknowledged stores).
-  large         files > 9 GB, 10 tapes, all requested.
-  small         files < 1 GB, 10 tapes, 60 % of them requested.
+  large         files > 9 GB: a third of the files of 20 tapes (one drive).
+  small         files < 1 GB: 60 % of the files of 40 tapes (eight drives).
   sparse        a few files on each of 200 tapes (for RAO and mount-choice studies).
   trickle       the gridka campaign plus a 1 % high-priority trickle arriving over time.
 """
@@ -93,10 +93,13 @@ def scenario(name: str, rng: random.Random, scale: float) -> tuple[list[Copy], l
     if name == "duplicates":
         return duplicates(rng, n)
     if name == "large":
-        copies = fill_tapes(rng, [n(200)] * 10, 12 * GB, lo=9 * GB + 1)
-        return copies, [(c.pnfsid, 0.0, 0, "default") for c in copies]
+        # One drive, a third of the large files of 20 tapes (the paper's one-drive test).
+        copies = fill_tapes(rng, [n(300)] * 20, 12 * GB, lo=9 * GB + 1)
+        chosen = rng.sample(copies, len(copies) // 3)
+        return copies, [(c.pnfsid, 0.0, 0, "default") for c in chosen]
     if name == "small":
-        copies = fill_tapes(rng, [n(3000)] * 10, 0.4 * GB, hi=GB - 1)
+        # Eight drives, 60 % of the small files of 40 tapes.
+        copies = fill_tapes(rng, [n(1000)] * 40, 0.4 * GB, hi=GB - 1)
         chosen = rng.sample(copies, int(len(copies) * 0.6))
         return copies, [(c.pnfsid, 0.0, 0, "default") for c in chosen]
     if name == "sparse":

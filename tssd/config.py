@@ -79,7 +79,10 @@ class ApiSettings:
 
 @dataclass(frozen=True)
 class BackendSettings:
-    type: str = field(default="sim", metadata=_doc("Tape backend: 'sim' (simulated IBM SP)."))
+    type: str = field(
+        default="sim",
+        metadata=_doc("Tape backend: 'sim' (simulated IBM SP) or 'scsi' (mtx + st library)."),
+    )
     retries: int = field(
         default=5, metadata=_doc("Attempts of a backend operation on transient errors.")
     )
@@ -108,6 +111,94 @@ class SimSettings:
     )
     tape_capacity: int = field(
         default=0, metadata=_doc("Cartridge capacity in bytes; 0 = the profile's.")
+    )
+    robot_arms: int = field(
+        default=2,
+        metadata=_doc("Robot arms moving cartridges; mounts beyond this many wait for one."),
+    )
+    transient_error_rate: float = field(
+        default=0.0,
+        metadata=_doc(
+            "Fraction of mounts, reads and writes failing with a transient IBM SP return "
+            "code (12, 14, 232, ...); 0 = none."
+        ),
+    )
+    permanent_error_rate: float = field(
+        default=0.0,
+        metadata=_doc(
+            "Fraction of reads and writes failing with a permanent IBM SP return code "
+            "(2, 124, 2063); 0 = none."
+        ),
+    )
+    seed: int = field(default=0, metadata=_doc("Seed of the simulated library's error injection."))
+
+
+@dataclass(frozen=True)
+class ScsiSettings:
+    changer: str = field(
+        default="/dev/sg0",
+        metadata=_doc(
+            "Changer device given to 'mtx -f': the library's generic SCSI device "
+            "(/dev/sgN or a stable /dev/tape/by-id path), or an emulated library directory."
+        ),
+    )
+    mtx: str = field(
+        default="mtx",
+        metadata=_doc(
+            "The mtx command, split like a shell line: the mtx binary, or "
+            "'python3 -m tssd.backends.scsi.mtxemu' for an emulated library."
+        ),
+    )
+    drives: str = field(
+        default="",
+        metadata=_doc(
+            "Drives tssd may use, comma-separated SERIAL@ELEMENT[=DEVICE]: the drive's serial "
+            "number, its Data Transfer Element number in 'mtx status', and its no-rewind st "
+            "device (found by serial in sysfs when omitted; a given one is checked). Drives "
+            "are named by serial, never by /dev numbering."
+        ),
+    )
+    device_layer: str = field(
+        default="st",
+        metadata=_doc("'st' (Linux st driver ioctls) or 'file' (emulated file-backed drives)."),
+    )
+    block_size: int = field(
+        default=256 * 1024, metadata=_doc("Tape block size in bytes for newly labelled tapes.")
+    )
+    tape_capacity: int = field(
+        default=18 * 10**12,
+        metadata=_doc(
+            "Nominal bytes per cartridge, used to choose a tape; the drive's end of medium "
+            "is what closes a tape (LTO-9: 18e12)."
+        ),
+    )
+    volumes: str = field(
+        default=r"^(?!CLN).+",
+        metadata=_doc(
+            "Regular expression of the barcodes tssd may use; others (cleaning cartridges, "
+            "other applications' tapes) are left alone."
+        ),
+    )
+    move_timeout_s: float = field(
+        default=900.0,
+        metadata=_doc("Longest an mtx load/unload may take before it is killed (hung robot)."),
+    )
+    status_timeout_s: float = field(
+        default=300.0, metadata=_doc("Longest an mtx status or inquiry may take.")
+    )
+    emulation_dir: str = field(
+        default="",
+        metadata=_doc(
+            "If set, create (when absent) an emulated library in this directory and use it "
+            "instead of changer, mtx, drives and device_layer (tests and demos)."
+        ),
+    )
+    emulation_drives: int = field(default=2, metadata=_doc("Drives of a new emulated library."))
+    emulation_tapes: int = field(
+        default=8, metadata=_doc("Cartridges of a new emulated library (10 slots more).")
+    )
+    emulation_capacity: int = field(
+        default=1024**3, metadata=_doc("Bytes per cartridge of a new emulated library.")
     )
 
 
@@ -139,6 +230,69 @@ class SchedulerSettings:
 
 
 @dataclass(frozen=True)
+class EnditDirectory:
+    """One ENDIT base directory served for one pool (``[[endit.directories]]``)."""
+
+    path: str = field(
+        default="",
+        metadata=_doc("Base directory holding in/, out/, request/ and trash/ (the -directory=)."),
+    )
+    hsm_name: str = field(
+        default="osm",
+        metadata=_doc("HSM instance name of the pool's 'hsm create osm <name> endit...' line."),
+    )
+    queue: str = field(
+        default="", metadata=_doc("Queue of this directory's requests; empty = the default.")
+    )
+    priority: int = field(default=0, metadata=_doc("Priority of this directory's requests."))
+    storage_class: str = field(
+        default="endit:default",
+        metadata=_doc("Storage class of a flush whose request file names none (old plugins)."),
+    )
+
+
+@dataclass(frozen=True)
+class EnditSettings:
+    directories: tuple[EnditDirectory, ...] = field(
+        default=(),
+        metadata=_doc(
+            "ENDIT directories served for dCache's endit provider: [[endit.directories]] "
+            "tables (path, hsm_name, queue, priority, storage_class); in "
+            "TSSD_ENDIT_DIRECTORIES a TOML inline array. Empty = endit intake off."
+        ),
+    )
+    inotify: bool = field(
+        default=True,
+        metadata=_doc("Watch the directories with inotify; off = rescans only (e.g. on NFS)."),
+    )
+    rescan_s: float = field(
+        default=30.0,
+        metadata=_doc("Full rescan of each directory and its open requests (safety net)."),
+    )
+    cancel_grace_s: float = field(
+        default=120.0,
+        metadata=_doc(
+            "A recall whose request file is gone is cancelled after this long, so a pool "
+            "restart (request/ wiped, then re-issued) attaches to the running recall."
+        ),
+    )
+    min_free_percent: float = field(
+        default=5.0,
+        metadata=_doc("Admit stages only while in/ keeps this much of its file system free."),
+    )
+    min_free_bytes: int = field(
+        default=0, metadata=_doc("... and at least this many bytes free (the larger wins).")
+    )
+    flush_retry_s: float = field(
+        default=600.0,
+        metadata=_doc("Resubmit a failed flush (transient error) after this long."),
+    )
+    batch: int = field(
+        default=1000, metadata=_doc("Most request files recorded in one transaction.")
+    )
+
+
+@dataclass(frozen=True)
 class LogSettings:
     level: str = field(default="info", metadata=_doc("debug, info, warning or error."))
     format: str = field(
@@ -155,8 +309,10 @@ class Settings:
     api: ApiSettings = field(default_factory=ApiSettings)
     backend: BackendSettings = field(default_factory=BackendSettings)
     sim: SimSettings = field(default_factory=SimSettings)
+    scsi: ScsiSettings = field(default_factory=ScsiSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     log: LogSettings = field(default_factory=LogSettings)
+    endit: EnditSettings = field(default_factory=EnditSettings)
 
     @property
     def home_path(self) -> Path:
@@ -179,6 +335,8 @@ SECTIONS: dict[str, type[Any]] = {
 
 
 def _coerce(value: Any, typ: Any, where: str) -> Any:
+    if typing.get_origin(typ) is tuple:
+        return _coerce_tables(value, typing.get_args(typ)[0], where)
     if isinstance(typ, types.UnionType):
         typ = next(t for t in typing.get_args(typ) if t is not type(None))
     if isinstance(value, str) and typ is not str:
@@ -188,6 +346,26 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
     if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
         raise ConfigError(f"{where}: expected {typ.__name__}, got {value!r}")
     return value
+
+
+def _coerce_tables(value: Any, cls: type[Any], where: str) -> tuple[Any, ...]:
+    """A list of TOML tables as a tuple of *cls*; from the environment, a TOML inline array."""
+    if isinstance(value, str):
+        try:
+            value = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{where}: not a TOML inline array of tables: {exc}") from exc
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise ConfigError(f"{where}: expected a list of tables, got {value!r}")
+    return tuple(_build_table(cls, t, f"{where}[{i}]") for i, t in enumerate(value))
+
+
+def _build_table(cls: type[Any], table: dict[str, Any], where: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    unknown = set(table) - set(hints)
+    if unknown:
+        raise ConfigError(f"unknown setting(s) in {where}: {', '.join(sorted(unknown))}")
+    return cls(**{k: _coerce(v, hints[k], f"{where}.{k}") for k, v in table.items()})
 
 
 def _parse_text(text: str, typ: Any, where: str) -> Any:
@@ -296,6 +474,13 @@ def to_toml(settings: Settings, origin: Origin | None = None) -> str:
 
 
 def _toml_value(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        pairs = (
+            f"{f.name} = {_toml_value(getattr(value, f.name))}" for f in dataclasses.fields(value)
+        )
+        return "{ " + ", ".join(pairs) + " }"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):

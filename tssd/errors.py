@@ -45,6 +45,10 @@ class ShuttingDown(TssdError):
     """The daemon is stopping and accepts no new work."""
 
 
+class NotSupported(TssdError):
+    """The configured backend does not offer this operation (e.g. catalog import)."""
+
+
 class BackendError(TssdError):
     """A tape backend operation failed."""
 

@@ -38,6 +38,24 @@ class Retrier:
         self.metrics = metrics
         self.clock = clock
 
+    def another_attempt(
+        self, attempts: int, *, op: str, error: TransientBackendError, **context: object
+    ) -> bool:
+        """Whether work that failed transiently after *attempts* tries goes round again.
+
+        For per-file errors that a backend reports in a result instead of raising: the
+        request returns to the queue rather than being retried in place.
+        """
+        self.metrics.backend_errors_total.labels(transient="true").inc()
+        if attempts >= self.policy.attempts:
+            log.warning("backend.gave_up", op=op, attempts=attempts, error=str(error),
+                        code=error.code, **context)  # fmt: skip
+            return False
+        self.metrics.backend_retries_total.inc()
+        log.info("backend.retry", op=op, attempt=attempts, error=str(error), code=error.code,
+                 **context)  # fmt: skip
+        return True
+
     async def call(self, op: str, fn: Callable[[], Awaitable[T]], **context: object) -> T:
         """Run ``fn()``; retry transient backend errors up to the policy's attempts."""
         attempt = 1

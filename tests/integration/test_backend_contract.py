@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from tssd.backends.base import ReadItem, ReadResult, TapeBackend, TapeCopy, WriteItem, WriteResult
+from tssd.backends.scsi.library import ScsiLibrary, emulated_settings
 from tssd.backends.sim import SimLibrary
 from tssd.clock import RealClock
-from tssd.config import SimSettings
+from tssd.config import ScsiSettings, SimSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base
 from tssd.errors import (
@@ -53,7 +54,30 @@ async def sim_backend(tmp: Path) -> AsyncIterator[TapeBackend]:
         await engine.dispose()
 
 
-BACKENDS = [pytest.param(sim_backend, id="sim")]
+@asynccontextmanager
+async def scsi_backend(tmp: Path) -> AsyncIterator[TapeBackend]:
+    """The SCSI backend on emulated devices: mtx emulator subprocess, file-backed drives."""
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp / 'tssd.db'}")
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(Base.metadata.create_all)
+        settings = emulated_settings(
+            ScsiSettings(
+                block_size=64 * 1024,
+                tape_capacity=64 * MiB,
+                emulation_drives=3,
+                emulation_tapes=4,
+                emulation_capacity=64 * MiB,
+            ),
+            tmp / "vtl",
+        )
+        async with ScsiLibrary(settings, session_factory(engine), RealClock()) as library:
+            yield library
+    finally:
+        await engine.dispose()
+
+
+BACKENDS = [pytest.param(sim_backend, id="sim"), pytest.param(scsi_backend, id="scsi")]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -22,6 +22,8 @@ from tssd.db.models import Base
 from tssd.errors import SchemaError
 
 TSSD_TABLES = set(Base.metadata.tables)
+#: The newest revision in migrations/versions: bump it with each new migration.
+HEAD = "0002"
 
 NEXT_REVISION = '''
 """a revision newer than the code under test"""
@@ -29,8 +31,8 @@ NEXT_REVISION = '''
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002"
-down_revision = "0001"
+revision = "9999"
+down_revision = "{head}"
 branch_labels = None
 depends_on = None
 
@@ -56,7 +58,9 @@ def newer_code(tmp_path: Path) -> Path:
     """A copy of the migrations with one revision more: what a newer tssd ships."""
     target = tmp_path / "newer_migrations"
     shutil.copytree(schema.migrations_dir(), target, ignore=shutil.ignore_patterns("__pycache__"))
-    (target / "versions" / "0002_newer.py").write_text(NEXT_REVISION)
+    (target / "versions" / "9999_newer.py").write_text(
+        NEXT_REVISION.replace("{head}", schema.head_revision())
+    )
     return target
 
 
@@ -139,8 +143,8 @@ def _open_key_where(conn: Connection) -> str:
     return str(where.text if isinstance(where, sa.TextClause) else where)
 
 
-def test_head_is_the_initial_revision() -> None:
-    assert schema.head_revision() == "0001"
+def test_head_is_the_latest_revision() -> None:
+    assert schema.head_revision() == HEAD
     assert (schema.migrations_dir() / "env.py").is_file()
 
 
@@ -229,10 +233,10 @@ async def test_database_behind_the_code_is_refused(
         await schema.ensure_schema(engine, auto_init=True)
     message = str(info.value)
     assert "tssd db upgrade" in message
-    assert "0001" in message and "0002" in message
+    assert HEAD in message and "9999" in message
 
     await schema.upgrade(engine)
-    assert await schema.ensure_schema(engine, auto_init=False) == "0002"
+    assert await schema.ensure_schema(engine, auto_init=False) == "9999"
 
 
 async def test_database_ahead_of_the_code_is_refused(
@@ -245,13 +249,13 @@ async def test_database_ahead_of_the_code_is_refused(
         await schema.ensure_schema(engine, auto_init=True)
     message = str(info.value)
     assert "newer tssd" in message
-    assert "tssd db downgrade 0001" in message
+    assert f"tssd db downgrade {HEAD}" in message
 
     # The fix the message names, run with the newer code, makes the database usable.
     with monkeypatch.context() as patch:
         patch.setattr(schema, "migrations_dir", lambda: newer_code)
-        await schema.downgrade(engine, "0001")
-    assert await schema.ensure_schema(engine, auto_init=False) == "0001"
+        await schema.downgrade(engine, HEAD)
+    assert await schema.ensure_schema(engine, auto_init=False) == HEAD
     assert "test_extra" not in await _sync(engine, _tables)
 
 

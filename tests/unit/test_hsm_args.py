@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tssd.hsm import (
+from tssd.shim.args import (
     DEFAULT_RECONNECT_S,
     Call,
     UsageError,

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
+import random
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tssd.backends.base import ReadItem, ReadResult, TapeCopy, WriteItem
-from tssd.backends.sim import PROFILES, SimLibrary, get_profile
+from tssd.backends.sim import PROFILES, Profile, SimLibrary, get_profile
 from tssd.config import SimSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base, SimObject, SimTape
@@ -98,34 +102,88 @@ async def read(lib: SimLibrary, drive: str, items: list[TapeCopy]) -> list[ReadR
 
 def test_profiles_exist() -> None:
     assert {"lto9", "lto8", "gridka-t10k"} <= set(PROFILES)
+    for profile in PROFILES.values():
+        params = profile.as_dict()
+        for key in ("rate_mb_s", "robot_s", "load_s", "unload_s", "rewind_full_s"):
+            assert params[key] > 0
+        assert params["bands"] >= 1 and params["wraps"] % params["bands"] == 0
+
+
+def offset_at(profile: Profile, wrap: int, along: float, cap: int) -> int:
+    """The byte offset on *wrap* at longitudinal position *along* (0 BOT, 1 EOT)."""
+    into = along if wrap % 2 == 0 else 1.0 - along
+    return wrap * profile.wrap_bytes(cap) + int(into * (profile.wrap_bytes(cap) - 1))
 
 
 @given(
-    head=st.integers(0, LTO9.capacity_bytes),
-    near=st.integers(1, LTO9.capacity_bytes),
-    extra=st.integers(0, LTO9.capacity_bytes),
-    forward=st.booleans(),
+    wrap=st.integers(0, LTO9.wraps - 1),
+    head=st.floats(0, 1),
+    near=st.floats(0, 1),
+    far=st.floats(0, 1),
 )
-def test_locate_cost_grows_with_distance(head: int, near: int, extra: int, forward: bool) -> None:
+def test_locate_cost_grows_with_distance_on_a_wrap(
+    wrap: int, head: float, near: float, far: float
+) -> None:
     cap = LTO9.capacity_bytes
-    sign = 1 if forward else -1
-    near_target, far_target = head + sign * near, head + sign * (near + extra)
-    if not (0 <= near_target <= cap and 0 <= far_target <= cap):
-        return
-    near_s = LTO9.locate_s(head, near_target, cap)
-    far_s = LTO9.locate_s(head, far_target, cap)
-    assert near_s >= LTO9.locate_base_s
-    # Farther is never cheaper, except that the nearer target may sit on another wrap.
-    assert far_s + LTO9.wrap_change_s >= near_s
-    if LTO9.wrap_of(near_target, cap) == LTO9.wrap_of(far_target, cap):
-        assert far_s >= near_s
+    h, n, f = (offset_at(LTO9, wrap, x, cap) for x in (head, near, far))
+    distance = sorted(
+        (abs(LTO9.longitudinal(x, cap) - LTO9.longitudinal(h, cap)), x) for x in (n, f)
+    )
+    (_, closer), (_, farther) = distance
+    assert LTO9.locate_s(h, farther, cap) >= LTO9.locate_s(h, closer, cap)
+    if closer != h:
+        assert LTO9.locate_s(h, closer, cap) >= LTO9.locate_base_s
 
 
-def test_locate_model_matches_vendor_average() -> None:
+def test_serpentine_layout() -> None:
     cap = LTO9.capacity_bytes
-    average = LTO9.locate_base_s + LTO9.locate_full_s / 3 + LTO9.wrap_change_s
-    assert average == pytest.approx(45.0, abs=1.0)
-    assert LTO9.locate_s(cap // 2, cap // 2, cap) == 0.0
+    wrap = LTO9.wrap_bytes(cap)
+    assert LTO9.longitudinal(0, cap) == 0.0
+    # Wrap 0 ends at EOT and wrap 1 starts there, running back to BOT.
+    assert LTO9.longitudinal(wrap - 1, cap) == pytest.approx(1.0, abs=1e-6)
+    assert LTO9.longitudinal(wrap, cap) == 1.0
+    assert LTO9.longitudinal(2 * wrap - 1, cap) == pytest.approx(0.0, abs=1e-6)
+    assert LTO9.wrap_of(wrap, cap) == 1 and LTO9.wrap_of(cap, cap) == LTO9.wraps - 1
+    # So the next wrap is close: no travel, only the track change.
+    assert LTO9.locate_s(wrap - 1, wrap + 1, cap) == pytest.approx(
+        LTO9.locate_base_s + LTO9.wrap_change_s, abs=1e-3
+    )
+    # Seq order is not position order: the end of wrap 1 is nearer BOT than its start.
+    assert LTO9.locate_s(0, 2 * wrap - 1, cap) < LTO9.locate_s(0, wrap, cap)
+
+
+def test_wrap_change_costs_more_than_none_and_band_change_more() -> None:
+    cap = LTO9.capacity_bytes
+    per_band = LTO9.wraps // LTO9.bands
+    head = offset_at(LTO9, 0, 0.2, cap)
+    same_wrap = offset_at(LTO9, 0, 0.6, cap)
+    other_wrap = offset_at(LTO9, 2, 0.6, cap)
+    other_band = offset_at(LTO9, per_band, 0.6, cap)
+    assert LTO9.band_of(other_wrap, cap) == 0 and LTO9.band_of(other_band, cap) == 1
+    costs = [LTO9.locate_s(head, t, cap) for t in (same_wrap, other_wrap, other_band)]
+    assert costs[0] < costs[1] < costs[2]
+    assert costs[1] - costs[0] == pytest.approx(LTO9.wrap_change_s, abs=1e-3)
+    assert costs[2] - costs[1] == pytest.approx(LTO9.band_change_s, abs=1e-3)
+
+
+@pytest.mark.parametrize(("name", "vendor_avg_s"), [("lto9", 45.0), ("lto8", 59.0)])
+def test_locate_model_matches_vendor_average(name: str, vendor_avg_s: float) -> None:
+    profile = get_profile(name)
+    cap = profile.capacity_bytes
+    rng = random.Random(1)
+    pairs = [(rng.randrange(cap), rng.randrange(cap)) for _ in range(20_000)]
+    average = sum(profile.locate_s(a, b, cap) for a, b in pairs) / len(pairs)
+    assert average == pytest.approx(vendor_avg_s, rel=0.05)
+    assert profile.locate_s(cap // 2, cap // 2, cap) == 0.0
+
+
+def test_rewind_grows_with_head_position() -> None:
+    cap = LTO9.capacity_bytes
+    quarter, half = offset_at(LTO9, 0, 0.25, cap), offset_at(LTO9, 0, 0.5, cap)
+    assert LTO9.rewind_s(0, cap) == 0.0
+    assert 0 < LTO9.rewind_s(quarter, cap) < LTO9.rewind_s(half, cap) <= LTO9.rewind_full_s
+    # Back at BOT at the end of an odd wrap: nothing to rewind.
+    assert LTO9.rewind_s(2 * LTO9.wrap_bytes(cap) - 1, cap) == pytest.approx(0.0, abs=1e-3)
 
 
 async def test_mount_costs_robot_and_load(library: SimLibrary, clock: RecordingClock) -> None:
@@ -139,7 +197,7 @@ async def test_remount_dismounts_first(library: SimLibrary, clock: RecordingCloc
     clock.take()
     await library.mount("drive0", "SIM001L9")
     rewind = LTO9.rewind_s(2 * MB, LTO9.capacity_bytes)
-    assert rewind > LTO9.locate_base_s
+    assert rewind > 0
     assert clock.take() == [rewind, LTO9.unload_s, LTO9.robot_s, LTO9.robot_s, LTO9.load_s]
 
 
@@ -197,27 +255,66 @@ async def test_time_scale_multiplies_every_delay(tmp_path: Path) -> None:
     assert clock.sleeps == pytest.approx([lto8.robot_s * 0.01, lto8.load_s * 0.01])
 
 
-async def test_one_robot_arm_serialises_moves(library: SimLibrary) -> None:
-    active = 0
-    most = 0
-    robot_s = LTO9.robot_s
+class EventClock(RecordingClock):
+    """Discrete-event virtual time: sleepers wake in time order, each once all is idle."""
 
-    class ArmClock(RecordingClock):
-        async def sleep(self, seconds: float) -> None:
-            nonlocal active, most
-            if seconds != robot_s:
-                await asyncio.sleep(0)
-                return
-            active += 1
-            most = max(most, active)
-            for _ in range(5):
-                await asyncio.sleep(0)
-            active -= 1
+    def __init__(self) -> None:
+        super().__init__()
+        self._timers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
 
-    library._clock = ArmClock()
-    await asyncio.gather(library.mount("drive0", "SIM000L9"), library.mount("drive1", "SIM001L9"))
-    assert most == 1
-    assert {d.volume for d in await library.drives()} == {"SIM000L9", "SIM001L9"}
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._timers, (self.t + seconds, next(self._order), wake))
+        await wake
+
+    async def run(self, *work: Any) -> float:
+        """Run *work* concurrently to the end; return the virtual time it took."""
+        started = self.t
+        tasks = [asyncio.ensure_future(w) for w in work]
+        while not all(t.done() for t in tasks):
+            for _ in range(20):  # let every task run until it waits on the clock
+                await asyncio.sleep(0)
+            if self._timers:
+                self.t, _, wake = heapq.heappop(self._timers)
+                wake.set_result(None)
+        await asyncio.gather(*tasks)
+        return self.t - started
+
+
+async def mount_three(tmp_path: Path, arms: int) -> float:
+    """Virtual seconds until three drives have mounted three cartridges at once."""
+    clock = EventClock()
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / f'arms{arms}.db'}")
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(Base.metadata.create_all)
+        settings = SimSettings(drives=3, tapes=3, profile="lto9", robot_arms=arms)
+        lib = SimLibrary(settings, session_factory(engine), clock, tmp_path / "sim", time_scale=1.0)
+        async with lib:
+            known = {t: await lib._catalog.tape(t) for t in ("SIM000L9", "SIM001L9", "SIM002L9")}
+
+            async def tape(volume: str) -> Any:
+                # Served from memory so that no database thread runs while time is virtual.
+                return known[volume]
+
+            lib._catalog.tape = tape  # type: ignore[method-assign]
+            took = await clock.run(*(lib.mount(f"drive{i}", f"SIM00{i}L9") for i in range(3)))
+            assert {d.volume for d in await lib.drives()} == set(known)
+            return took
+    finally:
+        await engine.dispose()
+
+
+async def test_robot_arms_are_contended(tmp_path: Path) -> None:
+    one, two, three = [await mount_three(tmp_path, arms) for arms in (1, 2, 3)]
+    # Free arms: every mount costs robot + load, all at once.
+    assert three == pytest.approx(LTO9.robot_s + LTO9.load_s)
+    # The third cartridge waits for an arm; with one arm all three queue for it.
+    assert two == pytest.approx(2 * LTO9.robot_s + LTO9.load_s)
+    assert one == pytest.approx(3 * LTO9.robot_s + LTO9.load_s)
+    assert one > two > three
 
 
 async def test_write_appends_at_end_of_data(

@@ -97,6 +97,83 @@ def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": False, "schema": schema}
 
 
+_COPY = {
+    "type": "object",
+    "properties": {
+        "volume": _STR,
+        "seq": {"type": "integer"},
+        "size": {"type": "integer"},
+        "written_at": _STR,
+        "media": {"enum": ["tape", "disk"]},
+        "bfid": _STR,
+        "storage_class": _NSTR,
+        "offset": {"type": "integer"},
+        "adler32": _NSTR,
+    },
+}
+_CATALOG_IMPORT = {
+    "type": "object",
+    "properties": {"csv": _STR, "path": _STR, "replace": {"type": "boolean"}},
+}
+CATALOG_PATHS: dict[str, Any] = {
+    "/v1/catalog/copies/{pnfsid}": {
+        "get": {
+            "summary": "Every copy of a file: volume, sequence, size, written time, media",
+            "operationId": "where",
+            "parameters": [
+                {"name": "pnfsid", "in": "path", "required": True, "schema": _STR},
+            ],
+            "responses": {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "pnfsid": _STR,
+                            "copies": {"type": "array", "items": _COPY},
+                        },
+                    }
+                ),
+                **_errors(400, 404),
+            },
+        }
+    },
+    "/v1/catalog/duplicates": {
+        "get": {
+            "summary": "Files with several copies and the mounts the choice of copy costs",
+            "operationId": "duplicates",
+            "parameters": [_query("limit", {"type": "integer", "minimum": 0})],
+            "responses": {"200": _json({"type": "object"}), **_errors(400, 501)},
+        }
+    },
+    "/v1/catalog/import": {
+        "post": {
+            "summary": "Load a catalog CSV (text or a path on the daemon's host)",
+            "operationId": "catalogImport",
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _CATALOG_IMPORT}},
+            },
+            "responses": {"200": _json({"type": "object"}), **_errors(400, 409, 413, 501)},
+        }
+    },
+    "/v1/catalog/export": {
+        "get": {
+            "summary": "The catalog as CSV",
+            "operationId": "catalogExport",
+            "responses": {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "properties": {"rows": {"type": "integer"}, "csv": _STR},
+                    }
+                ),
+                **_errors(501),
+            },
+        }
+    },
+}
+
+
 @cache
 def openapi_document() -> dict[str, Any]:
     paths: dict[str, Any] = {
@@ -195,6 +272,25 @@ def openapi_document() -> dict[str, Any]:
                 "responses": {"200": _json({"type": "object"}), **_errors(400)},
             }
         },
+        "/v1/requests/latest": {
+            "get": {
+                "summary": "The newest recall or migration of a pnfsid, open or finished",
+                "operationId": "latest",
+                "parameters": [
+                    {**_query("kind", {"enum": ["recall", "migrate"]}), "required": True},
+                    {**_query("pnfsid", {"type": "string"}), "required": True},
+                ],
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {"request": _REQ_REF, "reported": {"type": "boolean"}},
+                        }
+                    ),
+                    **_errors(400, 404),
+                },
+            }
+        },
         "/v1/requests/{id}": {
             "get": {
                 "summary": "One request",
@@ -238,6 +334,14 @@ def openapi_document() -> dict[str, Any]:
                 "responses": {"200": _json(_ONE), **_errors(400, 404, 409)},
             }
         },
+        "/v1/requests/{id}/reported": {
+            "post": {
+                "summary": "Record that a client was told the outcome of a finished request",
+                "operationId": "reported",
+                "parameters": [_ID],
+                "responses": {"200": _json(_ONE), **_errors(400, 404, 409)},
+            }
+        },
         "/v1/status": {
             "get": {
                 "summary": "Daemon, queues, drives, counts, throughput",
@@ -262,6 +366,7 @@ def openapi_document() -> dict[str, Any]:
             }
         },
     }
+    paths.update(CATALOG_PATHS)
     return {
         "openapi": "3.1.0",
         "info": {"title": "tssd", "version": "1", "description": "Tape recall queue manager API"},

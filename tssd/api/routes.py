@@ -13,16 +13,29 @@ from aiohttp import web
 from tssd.api.openapi import openapi_document
 from tssd.api.schemas import request_json
 from tssd.db.store import ListFilter
-from tssd.errors import Conflict, InvalidRequest, NotFound, ShuttingDown, TssdError
+from tssd.errors import (
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    NotSupported,
+    ShuttingDown,
+    TssdError,
+)
 from tssd.metrics import CONTENT_TYPE
 from tssd.services import Services
-from tssd.submit import parse_submit
+from tssd.submit import PNFSID_RE, parse_submit
 
 log = structlog.get_logger()
 SERVICES: web.AppKey[Services] = web.AppKey("services", Services)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_STATUS = {InvalidRequest: 400, NotFound: 404, Conflict: 409, ShuttingDown: 503}
+_STATUS = {
+    InvalidRequest: 400,
+    NotFound: 404,
+    Conflict: 409,
+    NotSupported: 501,
+    ShuttingDown: 503,
+}
 
 
 def error_body(exc: TssdError | Exception, status: int) -> web.Response:
@@ -138,6 +151,24 @@ async def wait_request(request: web.Request) -> web.Response:
     return web.json_response({"request": request_json(row), "finished": finished})
 
 
+async def latest_request(request: web.Request) -> web.Response:
+    kind, pnfsid = request.query.get("kind", ""), request.query.get("pnfsid", "")
+    if kind not in ("recall", "migrate"):
+        raise InvalidRequest("kind must be recall or migrate")
+    if not PNFSID_RE.match(pnfsid):
+        raise InvalidRequest("pnfsid must be 1-64 hex digits")
+    found = await services(request).store.latest(kind, pnfsid)
+    if found is None:
+        raise NotFound(f"no {kind} request for {pnfsid.upper()}")
+    row, reported = found
+    return web.json_response({"request": request_json(row), "reported": reported})
+
+
+async def report_request(request: web.Request) -> web.Response:
+    row = await services(request).store.mark_reported(request_id(request))
+    return web.json_response({"request": request_json(row)})
+
+
 async def cancel_request(request: web.Request) -> web.Response:
     row = await services(request).store.cancel(request_id(request))
     log.info("request.cancelled", request_id=row.id, pnfsid=row.pnfsid)
@@ -203,11 +234,18 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/requests/bulk", submit_bulk)
     app.router.add_post("/v1/requests/query", query_requests)
     app.router.add_get("/v1/requests", list_requests)
+    # Before /v1/requests/{id}, which would otherwise take "latest" for an id.
+    app.router.add_get("/v1/requests/latest", latest_request)
     app.router.add_get("/v1/requests/{id}", get_request)
     app.router.add_get("/v1/requests/{id}/wait", wait_request)
     app.router.add_post("/v1/requests/{id}/cancel", cancel_request)
     app.router.add_post("/v1/requests/{id}/retry", retry_request)
+    app.router.add_post("/v1/requests/{id}/reported", report_request)
     app.router.add_get("/v1/status", status)
+    # Imported here: the catalog handlers use this module's helpers.
+    from tssd.api.catalog import add_catalog_routes
+
+    add_catalog_routes(app)
     add_probe_routes(app)
     app.router.add_get("/openapi.json", openapi)
 

@@ -24,7 +24,9 @@ import abc
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, Self
+from typing import Any, NamedTuple, Protocol, Self, TextIO
+
+from tssd.errors import NotSupported
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,23 @@ class TapeCopy:
     written_at: datetime
     #: Bytes written on the volume before this copy (drives the locate model).
     offset: int = 0
+    #: IBM SP mediaClass: "tape" (0x20, library) or "disk" (0x10, disk storage pool).
+    media: str = "tape"
+
+    @property
+    def restore_order(self) -> tuple[str, int]:
+        """IBM SP restoreOrderExt in short: sort ascending; the volume comes first."""
+        return (self.volume, self.position)
+
+
+class CopyPlacement(NamedTuple):
+    """Where one copy sits, without the rest of :class:`TapeCopy`: catalog-wide scans."""
+
+    pnfsid: str
+    volume: str
+    position: int
+    size: int
+    written_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,3 +195,17 @@ class TapeBackend(abc.ABC):
     @abc.abstractmethod
     async def remove(self, bfid: str) -> None:
         """Delete one copy from the catalog. Raises ObjectNotFound if there is none."""
+
+    # -- optional catalog tools (operators, tssd simulate); absent on most backends ----
+
+    async def placements(self) -> list[CopyPlacement]:
+        """Every copy in the catalog, for analyses such as ``tssctl duplicates``."""
+        raise NotSupported(f"the {self.name} backend cannot list its whole catalog")
+
+    async def import_catalog(self, source: TextIO, *, replace: bool) -> dict[str, Any]:
+        """Load copies from a catalog CSV (contracts section 4); return counts."""
+        raise NotSupported(f"the {self.name} backend cannot import a catalog")
+
+    async def export_catalog(self, target: TextIO) -> int:
+        """Write the catalog as CSV (contracts section 4); return the rows written."""
+        raise NotSupported(f"the {self.name} backend cannot export its catalog")

@@ -11,7 +11,7 @@ from tssd.clock import Clock
 from tssd.config import Settings
 from tssd.errors import ConfigError
 
-BACKEND_TYPES = ("sim",)
+BACKEND_TYPES = ("sim", "scsi")
 
 
 def create_backend(
@@ -31,5 +31,12 @@ def create_backend(
             settings.path(settings.sim.data_dir),
             time_scale=settings.sim.time_scale,
         )
+    if kind == "scsi":
+        from tssd.backends.scsi.library import ScsiLibrary, emulated_settings
+
+        scsi = settings.scsi
+        if scsi.emulation_dir:
+            scsi = emulated_settings(scsi, settings.path(scsi.emulation_dir))
+        return ScsiLibrary(scsi, sessions, clock)
     valid = ", ".join(repr(t) for t in BACKEND_TYPES)
     raise ConfigError(f"unknown backend.type {kind!r}: valid choices are {valid}")

@@ -97,23 +97,23 @@ class RequestStore:
     async def _submit_once(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Request]]:
         async with self.sessions.begin() as session:
             existing = await self._open_by_key(session, specs)
-            results: list[tuple[bool, Request]] = []
-            fresh: dict[tuple[str, str], Request] = {}
+            fresh: dict[tuple[str, str], dict[str, Any]] = {}
             for spec in specs:
                 ident = (spec.kind.value, spec.key)
-                found = existing.get(ident) or fresh.get(ident)
-                if found is not None:
-                    results.append((False, found))
-                    continue
-                row = _new_request(spec)
-                fresh[ident] = row
-                results.append((True, row))
-            session.add_all(fresh.values())
-            await session.flush()
-            await _record_events(
-                session, [r.id for r in fresh.values()], None, State.QUEUED, "submitted"
-            )
-        return results
+                if ident not in existing and ident not in fresh:
+                    fresh[ident] = _new_request(spec)
+            created: dict[tuple[str, str], Request] = {}
+            if fresh:
+                # One multi-row INSERT ... RETURNING per batch, not one statement per row.
+                stmt = insert(Request).returning(Request, sort_by_parameter_order=True)
+                rows = (await session.scalars(stmt, list(fresh.values()))).all()
+                created = dict(zip(fresh, rows, strict=True))
+                ids = [r.id for r in rows]
+                await _record_events(session, ids, None, State.QUEUED, "submitted")
+        return [
+            (False, existing[ident]) if ident in existing else (True, created[ident])
+            for ident in ((s.kind.value, s.key) for s in specs)
+        ]
 
     async def _open_by_key(
         self, session: AsyncSession, specs: Sequence[SubmitSpec]
@@ -305,7 +305,9 @@ class RequestStore:
             for i in range(0, len(ids), CHUNK):
                 stmt = (
                     update(REQUESTS)
-                    .where(REQUESTS.c.id.in_(ids[i : i + CHUNK]), REQUESTS.c.state.in_(sources))
+                    .where(
+                        _among(REQUESTS.c.id, ids[i : i + CHUNK]), _among(REQUESTS.c.state, sources)
+                    )
                     .values(state=to_state.value, updated_at=now, **(values or {}))
                     .returning(REQUESTS.c.id)
                 )
@@ -379,29 +381,34 @@ class RequestStore:
                 await conn.execute(stmt, params[i : i + CHUNK])
 
 
-def _new_request(spec: SubmitSpec) -> Request:
+def _among(column: Any, values: Sequence[Any]) -> Any:
+    """``column = v`` for one value: an IN list is recompiled for every length."""
+    return column == values[0] if len(values) == 1 else column.in_(values)
+
+
+def _new_request(spec: SubmitSpec) -> dict[str, Any]:
     now = utcnow()
-    return Request(
-        kind=spec.kind.value,
-        state=State.QUEUED.value,
-        key=spec.key,
-        pnfsid=spec.pnfsid,
-        path=spec.path,
-        size=spec.size,
-        storage_class=spec.storage_class,
-        checksum=spec.checksum,
-        hsm_type=spec.hsm_type,
-        hsm_instance=spec.hsm_instance,
-        store=spec.store,
-        group=spec.group,
-        bfid=spec.bfid,
-        uri=spec.uris[0] if spec.kind is Kind.REMOVE and spec.uris else None,
-        queue=spec.queue,
-        priority=spec.priority,
-        attempts=0,
-        created_at=now,
-        updated_at=now,
-    )
+    return {
+        "kind": spec.kind.value,
+        "state": State.QUEUED.value,
+        "key": spec.key,
+        "pnfsid": spec.pnfsid,
+        "path": spec.path,
+        "size": spec.size,
+        "storage_class": spec.storage_class,
+        "checksum": spec.checksum,
+        "hsm_type": spec.hsm_type,
+        "hsm_instance": spec.hsm_instance,
+        "store": spec.store,
+        "group": spec.group,
+        "bfid": spec.bfid,
+        "uri": spec.uris[0] if spec.kind is Kind.REMOVE and spec.uris else None,
+        "queue": spec.queue,
+        "priority": spec.priority,
+        "attempts": 0,
+        "created_at": now,
+        "updated_at": now,
+    }
 
 
 async def _record_events(

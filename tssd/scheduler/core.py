@@ -104,7 +104,10 @@ class Scheduler:
             claimed = await self.store.claim(select(Request).where(Request.id == request.id), None)
             if claimed:
                 await self.runner.complete_migration(claimed[0], copy)
-        await self.intake.locate_recalls(self._volumes_busy)
+        # Locate everything queued before choosing: a tape started on a partial view of
+        # its queue reads sparsely and leaves files behind the head for another mount.
+        while await self.intake.locate_recalls(self._volumes_busy) >= self.intake.batch:
+            pass
         if self._stopping.is_set():
             return
         # The candidate queries scan the queue: only worth it when a drive can take work.

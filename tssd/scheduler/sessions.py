@@ -25,7 +25,7 @@ from tssd.backends.base import (
 )
 from tssd.db.models import Kind, Request, State, utcnow
 from tssd.db.store import RequestStore
-from tssd.errors import ChecksumMismatch, TssdError
+from tssd.errors import ChecksumMismatch, TransientBackendError, TssdError
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
 from tssd.scheduler.drives import DriveManager, DriveState
@@ -244,6 +244,15 @@ class SessionRunner:
     # -- shared -----------------------------------------------------------------------
 
     async def _fail(self, request: Request, exc: BaseException, **fields: Any) -> None:
+        if isinstance(exc, TransientBackendError) and self.retrier.another_attempt(
+            request.attempts, op=f"{request.kind}_item", error=exc, **fields
+        ):
+            # Back to the queue (on the same tape): a later session reads it again.
+            await self.store.transition(
+                [request.id], (State.ACTIVE,), State.QUEUED, reason="transient backend error",
+                values={"drive": None, "error": str(exc)},
+            )  # fmt: skip
+            return
         code = error_code(exc)
         if await self.store.finish(
             request.id, State.FAILED, type(exc).__name__, error=str(exc), error_code=code

@@ -16,12 +16,15 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tssd.backends.base import TapeCopy
+from tssd.backends.base import CopyPlacement, TapeCopy
 from tssd.db.models import SimObject, SimTape
 from tssd.errors import PermanentBackendError, TransientBackendError
 
 #: Bound parameters per IN list: far below SQLite's and PostgreSQL's limits.
 IN_CHUNK = 500
+
+#: IBM SP mediaClass of every simulated copy: the library has no disk storage pool.
+MEDIA_TAPE = "tape"
 
 #: IBM SP "communication failure": the catalog database did not answer.
 RC_COMM_FAILURE = -50
@@ -59,6 +62,7 @@ def to_copy(obj: SimObject) -> TapeCopy:
         storage_class=obj.storage_class,
         written_at=_aware(obj.written_at),
         offset=obj.offset,
+        media=MEDIA_TAPE,
     )
 
 
@@ -113,6 +117,21 @@ class Catalog:
                 for obj in rows:
                     found.setdefault(obj.pnfsid, []).append(to_copy(obj))
         return found
+
+    async def placements(self) -> list[CopyPlacement]:
+        columns = (
+            SimObject.pnfsid,
+            SimObject.volume,
+            SimObject.seq,
+            SimObject.size,
+            SimObject.written_at,
+        )
+        async with self._session() as session:
+            result = await session.execute(select(*columns))
+            return [
+                CopyPlacement(pnfsid, volume, seq, size, _aware(written_at))
+                for pnfsid, volume, seq, size, written_at in result
+            ]
 
     async def find_copy(self, pnfsid: str, size: int, adler32: str) -> TapeCopy | None:
         """An existing copy with these bytes: what makes migration idempotent."""

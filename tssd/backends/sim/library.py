@@ -18,12 +18,13 @@ import zlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tssd.backends.base import (
+    CopyPlacement,
     DriveInfo,
     ReadItem,
     ReadResult,
@@ -34,12 +35,16 @@ from tssd.backends.base import (
     WriteResult,
 )
 from tssd.backends.sim.catalog import Catalog, check_room, normalize_adler32
+from tssd.backends.sim.catalog_csv import export_csv, import_csv
+from tssd.backends.sim.faults import FaultInjector
 from tssd.backends.sim.profiles import Profile, get_profile
 from tssd.clock import Clock
 from tssd.config import SimSettings
 from tssd.db.models import SimObject
 from tssd.errors import (
     ChecksumMismatch,
+    ConfigError,
+    Conflict,
     DataError,
     NoSpace,
     ObjectNotFound,
@@ -92,11 +97,12 @@ class SimLibrary(TapeBackend):
         data_dir: Path,
         *,
         time_scale: float,
-        robot_arms: int = 1,
+        robot_arms: int | None = None,
     ) -> None:
         self.profile: Profile = get_profile(settings.profile)
         self._settings = settings
         self._catalog = Catalog(sessions)
+        self._sessions = sessions
         self._clock = clock
         self._data_dir = Path(data_dir)
         self._objects = self._data_dir / "objects"
@@ -108,7 +114,15 @@ class SimLibrary(TapeBackend):
         # Volume -> drive for every cartridge in a drive or on its way in or out: set
         # before the first await of a mount so two drives can never claim one volume.
         self._claims: dict[str, str] = {}
-        self._robot = asyncio.Semaphore(robot_arms)
+        # The arms are shared by every drive: mounts and dismounts beyond their number
+        # wait for a free arm (contention).
+        arms = settings.robot_arms if robot_arms is None else robot_arms
+        if arms < 1:
+            raise ConfigError(f"sim.robot_arms must be at least 1, not {arms}")
+        self._robot = asyncio.Semaphore(arms)
+        self._faults = FaultInjector(
+            settings.transient_error_rate, settings.permanent_error_rate, settings.seed
+        )
         self._alloc = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -135,6 +149,28 @@ class SimLibrary(TapeBackend):
     async def locate(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
         return await self._catalog.copies(pnfsids)
 
+    # -- catalog tools -----------------------------------------------------------------
+
+    async def placements(self) -> list[CopyPlacement]:
+        return await self._catalog.placements()
+
+    async def import_catalog(self, source: TextIO, *, replace: bool) -> dict[str, Any]:
+        if replace and self._claims:
+            # Emptying cartridges under a running session would pull objects from it.
+            raise Conflict(
+                f"cartridges are in drives ({', '.join(sorted(self._claims))}): "
+                "replace the catalog when the library is idle, or merge"
+            )
+        async with self._alloc:
+            summary = await import_csv(
+                self._sessions, source, replace=replace, capacity=self._capacity
+            )
+        log.info("sim.catalog.imported", **summary)
+        return summary
+
+    async def export_catalog(self, target: TextIO) -> int:
+        return await export_csv(self._sessions, target)
+
     # -- robot -------------------------------------------------------------------------
 
     async def _delay(self, seconds: float) -> float:
@@ -160,6 +196,10 @@ class SimLibrary(TapeBackend):
             raise TransientBackendError(
                 f"volume {volume} is in use in {holder}", code=RC_MOUNT_NOT_POSSIBLE
             )
+        fault = self._faults.draw("mount", volume)
+        if fault is not None:
+            log.warning("sim.mount.failed", drive=drive, volume=volume, code=fault.code)
+            raise fault
         self._claims[volume] = drive
         started = self._clock.now()
         try:
@@ -226,6 +266,10 @@ class SimLibrary(TapeBackend):
             await item.sink.abort()
             err = ObjectNotFound(f"no object {item.copy.bfid} on {state.volume}")
             return self._read_failed(drive, item, err)
+        fault = self._faults.draw("read", obj.pnfsid)
+        if fault is not None:
+            await item.sink.abort()
+            return self._read_failed(drive, item, fault)
         locate_s = await self._delay(self.profile.locate_s(state.head, obj.offset, state.capacity))
         await self._delay(self.profile.per_file_s)
         transfer_s = await self._delay(self.profile.transfer_s(obj.size))
@@ -315,6 +359,9 @@ class SimLibrary(TapeBackend):
     async def _write_one(
         self, drive: str, state: _Drive, volume: str, item: WriteItem
     ) -> WriteResult:
+        fault = self._faults.draw("write", item.pnfsid)
+        if fault is not None:
+            return self._write_failed(drive, item, fault)
         expected = normalize_adler32(item.adler32)
         size = item.source.size
         if expected is not None:

@@ -3,6 +3,14 @@
 Figures come from reference.md section 4 (IBM/Oracle drive specifications) and section 1
 (GridKa measurements); where a vendor gives none, the value is an estimate and says so.
 All durations are seconds of simulated hardware time, before any ``time_scale``.
+
+The medium is serpentine, like LTO and T10000: bytes fill one wrap (a pass over the
+whole tape length) after another; even wraps run from the beginning of tape (BOT) to the
+end (EOT), odd wraps back, and consecutive groups of wraps form a band. A byte offset
+therefore maps to a wrap and a longitudinal position, and a locate costs a fixed part,
+the longitudinal travel, a wrap change and, larger, a band change. This is why two files
+far apart in sequence may be physically close (the start of wrap 1 sits at EOT, next to
+the end of wrap 0), and why sequence order is not always the cheapest order (RAO).
 """
 
 from __future__ import annotations
@@ -23,53 +31,93 @@ class Profile:
     #: Native streaming rate, MB/s (10^6 bytes).
     rate_mb_s: float
     capacity_bytes: int
-    #: Robot move of a cartridge between slot and drive (each way).
+    #: Robot move of a cartridge between slot and drive (each way), per arm.
     robot_s: float
+    #: Load and thread, until the drive is ready at BOT.
     load_s: float
+    #: Unload once rewound (the rewind is counted apart, see rewind_full_s).
     unload_s: float
     #: Fixed part of any locate (stop, reposition, start streaming again).
     locate_base_s: float
-    #: Longitudinal travel from beginning to end of tape.
+    #: Longitudinal travel over the full tape length, BOT to EOT, at locate speed.
     locate_full_s: float
-    #: Extra cost when the target lies on another wrap (serpentine track change).
+    #: Extra cost when the target lies on another wrap of the same band.
     wrap_change_s: float
-    #: Per-object overhead of the tape manager and drive (object header, filemark, backhitch).
+    #: Extra cost, on top of the wrap change, when the target lies in another band.
+    band_change_s: float
+    #: Rewind from EOT to BOT; a rewind from longitudinal position x costs x times this.
+    rewind_full_s: float
+    #: Per-object overhead of the tape manager and drive (SP object and transaction
+    #: set-up, object header, filemark, backhitch).
     per_file_s: float
     #: Wraps on the medium; bytes fill wrap after wrap.
     wraps: int = 280
+    #: Bands the wraps are grouped in (LTO: 4).
+    bands: int = 4
     #: Appended to the six-character volume serial, as in the library's barcodes.
     volume_suffix: str = ""
     description: str = ""
 
+    # -- geometry ----------------------------------------------------------------------
+
+    def wrap_bytes(self, capacity: int) -> int:
+        return max(1, capacity // self.wraps)
+
+    def wrap_of(self, offset: int, capacity: int) -> int:
+        return min(self.wraps - 1, max(0, offset) // self.wrap_bytes(capacity))
+
+    def band_of(self, offset: int, capacity: int) -> int:
+        per_band = max(1, -(-self.wraps // self.bands))
+        return self.wrap_of(offset, capacity) // per_band
+
+    def longitudinal(self, offset: int, capacity: int) -> float:
+        """Head position along the tape for byte *offset*: 0.0 at BOT, 1.0 at EOT."""
+        wrap_bytes = self.wrap_bytes(capacity)
+        wrap = self.wrap_of(offset, capacity)
+        along = min(1.0, (max(0, offset) - wrap * wrap_bytes) / wrap_bytes)
+        return along if wrap % 2 == 0 else 1.0 - along
+
+    # -- costs -------------------------------------------------------------------------
+
     def transfer_s(self, nbytes: int) -> float:
         return nbytes / (self.rate_mb_s * MB)
 
-    def wrap_of(self, offset: int, capacity: int) -> int:
-        if capacity <= 0:
-            return 0
-        return min(self.wraps - 1, max(0, offset) * self.wraps // capacity)
+    def locate_s(self, head_offset: int, target_offset: int, capacity: int) -> float:
+        """Seconds to move the head from byte *head_offset* to *target_offset*.
 
-    def locate_s(self, head: int, target: int, capacity: int) -> float:
-        """Seconds to move from byte *head* to byte *target*; 0 when already there."""
-        if head == target:
+        Zero when the head is already there (reading the next file on tape). A pure
+        function of its arguments, for schedulers ordering reads (RAO).
+        """
+        if head_offset == target_offset:
             return 0.0
-        span = max(capacity, 1)
-        cost = self.locate_base_s + abs(target - head) / span * self.locate_full_s
-        if self.wrap_of(head, capacity) != self.wrap_of(target, capacity):
+        distance = abs(
+            self.longitudinal(target_offset, capacity) - self.longitudinal(head_offset, capacity)
+        )
+        cost = self.locate_base_s + distance * self.locate_full_s
+        if self.wrap_of(head_offset, capacity) != self.wrap_of(target_offset, capacity):
             cost += self.wrap_change_s
+            if self.band_of(head_offset, capacity) != self.band_of(target_offset, capacity):
+                cost += self.band_change_s
         return cost
 
-    def rewind_s(self, head: int, capacity: int) -> float:
-        return self.locate_s(head, 0, capacity)
+    def rewind_s(self, head_offset: int, capacity: int) -> float:
+        """Rewind before unload: grows with the head's distance from BOT."""
+        return self.longitudinal(head_offset, capacity) * self.rewind_full_s
+
+    def mount_s(self) -> float:
+        """Robot move and load of an empty drive, arms free."""
+        return self.robot_s + self.load_s
 
     def as_dict(self) -> dict[str, Any]:
         """Every parameter, for ``tssd simulate --list-profiles --json``."""
         return dataclasses.asdict(self)
 
 
-# Average locate of the model for random positions is about
-# locate_base + locate_full / 3 + wrap_change; the values below are chosen so that it
-# matches the vendors' "avg locate" column.
+# The average locate between random positions of this model is about
+# locate_base + locate_full / 3 + wrap_change + 3/4 band_change (random points of a
+# serpentine tape are on different wraps almost always, in different bands 3 times in
+# 4); the LTO values below match the vendors' "avg locate" column that way, and the
+# average rewind (from the middle of the tape) is rewind_full / 2.
 LTO9 = Profile(
     name="lto9",
     rate_mb_s=400.0,
@@ -77,11 +125,14 @@ LTO9 = Profile(
     robot_s=12.0,  # SL8500 rail: 10-15 s
     load_s=17.0,
     unload_s=30.0,
-    locate_base_s=10.0,
-    locate_full_s=96.0,  # 10 + 32 + 3 = 45 s average locate
-    wrap_change_s=3.0,
+    locate_base_s=8.0,
+    locate_full_s=96.0,  # 8 + 32 + 2 + 3 = 45 s average locate
+    wrap_change_s=2.0,  # estimate
+    band_change_s=4.0,  # estimate
+    rewind_full_s=110.0,  # 55 s average rewind
     per_file_s=3.0,  # estimate; the GridKa-calibrated T10K figure below is 5 s
     wraps=280,
+    bands=4,
     volume_suffix="L9",
     description="IBM LTO-9 full height (TS4500 specification)",
 )
@@ -93,11 +144,14 @@ LTO8 = Profile(
     robot_s=12.0,
     load_s=15.0,
     unload_s=24.0,
-    locate_base_s=12.0,
-    locate_full_s=132.0,  # 12 + 44 + 3 = 59 s average locate
-    wrap_change_s=3.0,
+    locate_base_s=10.0,
+    locate_full_s=132.0,  # 10 + 44 + 2 + 3 = 59 s average locate
+    wrap_change_s=2.0,  # estimate
+    band_change_s=4.0,  # estimate
+    rewind_full_s=118.0,  # 59 s average rewind
     per_file_s=3.0,  # estimate
     wraps=208,
+    bands=4,
     volume_suffix="L8",
     description="IBM LTO-8 full height rate, half-height load/unload/locate figures",
 )
@@ -106,7 +160,8 @@ LTO8 = Profile(
 # whole-tape recall ~150 MB/s per drive means 2000 MB / 250 MB/s + per_file = 13 s per
 # file, so per_file is about 5 s. Individual files (~82 % of each tape) ran at ~130 MB/s:
 # 15.4 s per file, i.e. ~2.4 s of locating per file; with ~18 % of reads needing one,
-# each locate costs ~13 s, mostly the fixed part.
+# each locate costs ~13 s. Skipping a file or two moves the head a few GB, inside one
+# 42 GB wrap most of the time, so that locate is mostly the fixed part.
 GRIDKA_T10K = Profile(
     name="gridka-t10k",
     rate_mb_s=250.0,  # T10000D, unverified vendor figure
@@ -117,8 +172,11 @@ GRIDKA_T10K = Profile(
     locate_base_s=12.0,
     locate_full_s=100.0,  # estimate
     wrap_change_s=2.0,  # estimate
+    band_change_s=4.0,  # estimate
+    rewind_full_s=100.0,  # estimate
     per_file_s=5.0,
     wraps=200,  # estimate
+    bands=4,  # estimate
     volume_suffix="",
     description="Oracle T10000D in an SL8500 as at GridKa, calibrated on CHEP 2019 figures",
 )

@@ -1,0 +1,260 @@
+"""The SCSI backend's failure handling, on emulated devices through the real code path:
+drive not ready, media errors, end of medium, an unexpected tape in a drive, a hung
+load, a tape whose label is not its barcode, write protection, renumbered drives and a
+restart with tapes left in drives."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import zlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tssd.backends.base import ReadItem, TapeCopy, WriteItem
+from tssd.backends.scsi import emulated
+from tssd.backends.scsi.changer import ChangerTimeout
+from tssd.backends.scsi.library import ScsiLibrary, emulated_settings
+from tssd.backends.scsi.tapedev import DriveNotReady, EndOfMedium, MediaError, WriteProtected
+from tssd.clock import RealClock
+from tssd.config import ScsiSettings
+from tssd.db.engine import create_engine, session_factory
+from tssd.db.models import Base
+from tssd.errors import ConfigError, PermanentBackendError, TransientBackendError
+from tssd.files import FileSink, FileSource
+from tssd.metrics import Metrics
+from tssd.retry import Retrier, RetryPolicy
+
+KiB = 1024
+SC = "atlas:tape"
+
+Factory = Callable[..., AbstractAsyncContextManager[ScsiLibrary]]
+
+
+@pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    eng = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'tssd.db'}")
+    async with eng.begin() as conn:
+        await conn.run_sync(Base.metadata.create_all)
+    yield eng
+    await eng.dispose()
+
+
+@pytest.fixture
+def vtl(tmp_path: Path) -> Path:
+    return tmp_path / "vtl"
+
+
+@pytest.fixture
+def open_library(engine: AsyncEngine, vtl: Path) -> Factory:
+    @asynccontextmanager
+    async def factory(**overrides: Any) -> AsyncIterator[ScsiLibrary]:
+        base = ScsiSettings(
+            block_size=4 * KiB,
+            tape_capacity=1024 * KiB,
+            emulation_drives=2,
+            emulation_tapes=3,
+            emulation_capacity=256 * KiB,
+        )
+        settings = dataclasses.replace(emulated_settings(base, vtl), **overrides)
+        async with ScsiLibrary(settings, session_factory(engine), RealClock()) as library:
+            yield library
+
+    return factory
+
+
+def items(directory: Path, sizes: list[int], start: int = 0) -> list[WriteItem]:
+    out = []
+    for n, size in enumerate(sizes, start):
+        data = os.urandom(size)
+        path = directory / f"in{n}"
+        path.write_bytes(data)
+        out.append(
+            WriteItem(f"0000{n:032X}", SC, FileSource(path, size), f"{zlib.adler32(data):08x}")
+        )
+    return out
+
+
+async def write(library: ScsiLibrary, drive: str, batch: list[WriteItem]) -> list[TapeCopy]:
+    volume = await library.writable_volume(SC, sum(i.source.size for i in batch))
+    await library.mount(drive, volume)
+    copies = []
+    async for result in library.write(drive, batch):
+        assert result.error is None and result.copy is not None
+        copies.append(result.copy)
+    return copies
+
+
+def faults(vtl: Path, **values: Any) -> None:
+    emulated.save_faults(vtl, values)
+
+
+async def test_drive_becoming_ready_is_retried(
+    open_library: Factory, vtl: Path, tmp_path: Path
+) -> None:
+    async with open_library() as library:
+        drive = (await library.drives())[0].name
+        faults(vtl, not_ready={drive: 2})
+        volume = await library.writable_volume(SC, 1)
+        with pytest.raises(DriveNotReady):
+            await library.mount(drive, volume)
+        # The cartridge is in the drive; retrying the mount only waits for readiness.
+        assert {d.name: d.volume for d in await library.drives()}[drive] == volume
+        retrier = Retrier(RetryPolicy(attempts=3, base_s=0.0), Metrics(), RealClock())
+        await retrier.call("mount", lambda: library.mount(drive, volume))
+        copies = await write(library, drive, items(tmp_path, [5000]))
+        assert copies[0].volume == volume
+
+
+async def test_media_error_fails_one_object_only(
+    open_library: Factory, vtl: Path, tmp_path: Path
+) -> None:
+    async with open_library() as library:
+        drive = (await library.drives())[0].name
+        copies = await write(library, drive, items(tmp_path, [5000, 9000, 100]))
+        await library.dismount(drive)
+        objects = [await library._catalog.object(c.bfid) for c in copies]
+        bad = objects[1]
+        assert bad is not None
+        faults(vtl, media_errors={bad.volume: [bad.block + 1]})
+        await library.mount(drive, copies[0].volume)
+        out = tmp_path / "out"
+        out.mkdir()
+        reads = [ReadItem(c, FileSink(out / c.pnfsid)) for c in copies]
+        results = [r async for r in library.read(drive, reads)]
+        assert [type(r.error) for r in results] == [type(None), MediaError, type(None)]
+        assert isinstance(results[1].error, PermanentBackendError)
+        assert sorted(p.name for p in out.iterdir()) == sorted([copies[0].pnfsid, copies[2].pnfsid])
+        assert (out / copies[2].pnfsid).read_bytes() == (tmp_path / "in2").read_bytes()
+
+
+async def test_end_of_medium_closes_the_tape(open_library: Factory, tmp_path: Path) -> None:
+    async with open_library() as library:
+        drive = (await library.drives())[0].name
+        batch = items(tmp_path, [60 * KiB] * 6)  # 360 KiB for a 256 KiB tape
+        volume = await library.writable_volume(SC, 60 * KiB)
+        await library.mount(drive, volume)
+        written = []
+        with pytest.raises(EndOfMedium):
+            async for result in library.write(drive, batch):
+                written.append(result.copy)
+        assert 1 <= len(written) < 6
+        row = await library._catalog.tape(volume)
+        assert row is not None and row.full and row.state == "ok"
+        with pytest.raises(EndOfMedium):
+            _ = [r async for r in library.write(drive, batch[len(written) :])]
+        nxt = await library.writable_volume(SC, 60 * KiB)
+        assert nxt != volume
+        rest = await write(library, drive, batch[len(written) :])
+        assert {c.volume for c in rest} == {nxt}
+        found = await library.locate([i.pnfsid for i in batch])
+        assert len(found) == 6
+        # Everything on the full tape still reads back.
+        await library.mount(drive, volume)
+        sinks = [ReadItem(c, FileSink(tmp_path / f"back{n}")) for n, c in enumerate(written) if c]
+        assert [r.error async for r in library.read(drive, sinks)] == [None] * len(sinks)
+
+
+async def test_unexpected_tape_in_drive_is_put_back(
+    open_library: Factory, vtl: Path, tmp_path: Path
+) -> None:
+    async with open_library() as library:
+        drive = (await library.drives())[0].name
+        # An operator loads slot 3 into drive 0 behind tssd's back.
+        await library.changer.load(3, 0)
+        volume = await library.writable_volume(SC, 1)
+        assert volume != "E01003L8"
+        await library.mount(drive, volume)
+        inventory = await library.changer.status()
+        assert inventory.drive(0) is not None and inventory.drive(0).volume == volume  # type: ignore[union-attr]
+        assert inventory.slot_of("E01003L8") is not None
+        await library.dismount(drive)
+        assert inventory.slot_of(volume) is None
+        assert (await library.changer.status()).slot_of(volume) is not None
+
+
+async def test_hung_load_times_out_and_the_next_mount_works(
+    open_library: Factory, vtl: Path
+) -> None:
+    async with open_library(move_timeout_s=4.0) as library:
+        drive = (await library.drives())[0].name
+        volume = await library.writable_volume(SC, 1)
+        faults(vtl, hang_load_s=120)
+        with pytest.raises(ChangerTimeout):
+            await library.mount(drive, volume)
+        assert isinstance(ChangerTimeout("x"), TransientBackendError)
+        assert all(d.volume is None for d in await library.drives())
+        await library.mount(drive, volume)  # the robot answers again
+        assert {d.name: d.volume for d in await library.drives()}[drive] == volume
+
+
+async def test_tape_with_another_label_is_refused_and_disabled(
+    open_library: Factory, vtl: Path, tmp_path: Path
+) -> None:
+    async with open_library() as library:
+        drive = (await library.drives())[0].name
+        first = (await write(library, drive, items(tmp_path, [100])))[0].volume
+        await library.dismount(drive)
+        other = await library.writable_volume("cms:tape", 1)
+        await library.mount(drive, other)
+        _ = [
+            r
+            async for r in library.write(
+                drive, [dataclasses.replace(items(tmp_path, [10], 5)[0], storage_class="cms:tape")]
+            )
+        ]
+        await library.dismount(drive)
+        # Someone swapped the barcode labels of the two cartridges.
+        tapes = vtl / "tapes"
+        os.replace(tapes / f"{first}.tape", tapes / "swap")
+        os.replace(tapes / f"{other}.tape", tapes / f"{first}.tape")
+        os.replace(tapes / "swap", tapes / f"{other}.tape")
+        with pytest.raises(PermanentBackendError, match=f"carries {other}"):
+            await library.mount(drive, first)
+        row = await library._catalog.tape(first)
+        assert row is not None and row.state == "disabled"
+        with pytest.raises(PermanentBackendError, match="disabled"):
+            await library.mount(drive, first)
+        assert await library.writable_volume(SC, 1) != first
+
+
+async def test_write_protected_tape(open_library: Factory, vtl: Path, tmp_path: Path) -> None:
+    async with open_library() as library:
+        drive = (await library.drives())[0].name
+        volume = await library.writable_volume(SC, 1)
+        faults(vtl, write_protected=[volume])
+        await library.mount(drive, volume)
+        with pytest.raises(WriteProtected):
+            _ = [r async for r in library.write(drive, items(tmp_path, [10]))]
+        assert await library.writable_volume(SC, 1) != volume
+
+
+async def test_renumbered_drives_are_refused(open_library: Factory, vtl: Path) -> None:
+    swapped = f"EMU_A1@0={vtl / 'nst1'},EMU_A2@1={vtl / 'nst0'}"
+    with pytest.raises(ConfigError, match="not EMU_A1"):
+        async with open_library(drives=swapped):
+            pass
+    with pytest.raises(ConfigError, match="no Data Transfer Element 7"):
+        async with open_library(drives=f"EMU_A1@7={vtl / 'nst0'}"):
+            pass
+
+
+async def test_restart_with_a_tape_in_a_drive(open_library: Factory, tmp_path: Path) -> None:
+    async with open_library() as library:
+        drive = (await library.drives())[0].name
+        copies = await write(library, drive, items(tmp_path, [3000]))
+    async with open_library() as library:
+        assert {d.name: d.volume for d in await library.drives()}[drive] == copies[0].volume
+        other = (await library.drives())[1].name
+        with pytest.raises(TransientBackendError):
+            await library.mount(other, copies[0].volume)
+        results = [
+            r async for r in library.read(drive, [ReadItem(copies[0], FileSink(tmp_path / "o"))])
+        ]
+        assert results[0].error is None
+        assert (tmp_path / "o").read_bytes() == (tmp_path / "in0").read_bytes()

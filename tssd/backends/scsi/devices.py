@@ -1,0 +1,92 @@
+"""Which drives tssd uses: ``scsi.drives`` entries, matched by serial number.
+
+An entry is ``SERIAL@ELEMENT[=DEVICE]``. The serial number names the drive in tssd and
+ties the changer's Data Transfer Element (what ``mtx load`` addresses) to the st device
+the data goes through. The device's own serial (VPD page 0x80) is checked against the
+entry at start-up, so drives renumbered by a reboot (nst0 and nst1 swapped) are refused
+instead of writing to the wrong cartridge; without DEVICE the st device is found by serial.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tssd.backends.scsi.tapedev import Opener, StTape, TapeDevice, find_st_device, st_serial
+from tssd.errors import ConfigError
+
+_ENTRY = re.compile(r"^(?P<serial>[^@=\s]+)@(?P<element>\d+)(?:=(?P<device>\S+))?$")
+LAYERS = ("st", "file")
+
+
+@dataclass(frozen=True, slots=True)
+class DriveSpec:
+    serial: str
+    element: int
+    device: str
+
+
+def parse_drives(text: str) -> list[tuple[str, int, str | None]]:
+    """(serial, element, device or None) per entry of ``scsi.drives``."""
+    entries: list[tuple[str, int, str | None]] = []
+    for raw in text.split(","):
+        if not raw.strip():
+            continue
+        m = _ENTRY.match(raw.strip())
+        if m is None:
+            raise ConfigError(f"scsi.drives: {raw.strip()!r} is not SERIAL@ELEMENT[=DEVICE]")
+        entries.append((m.group("serial"), int(m.group("element")), m.group("device")))
+    if not entries:
+        raise ConfigError("scsi.drives is empty: list the drives as SERIAL@ELEMENT[=DEVICE]")
+    for what, values in (("serial", [e[0] for e in entries]), ("element", [e[1] for e in entries])):
+        if len(set(values)) != len(values):
+            raise ConfigError(f"scsi.drives: a drive {what} appears twice")
+    return entries
+
+
+def file_serial(path: str) -> str | None:
+    try:
+        return (Path(path) / "serial").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _layer(layer: str) -> tuple[Callable[[str], str | None], Callable[[str], str | None]]:
+    if layer == "st":
+        return st_serial, find_st_device
+    if layer == "file":
+        return file_serial, lambda _serial: None
+    raise ConfigError(f"scsi.device_layer {layer!r}: valid choices are 'st', 'file'")
+
+
+def resolve_drives(text: str, layer: str) -> list[DriveSpec]:
+    """The drives of ``scsi.drives`` with their devices found and their serials checked."""
+    serial_of, find = _layer(layer)
+    specs = []
+    for serial, element, device in parse_drives(text):
+        path = device or find(serial)
+        if path is None:
+            raise ConfigError(f"scsi.drives: no tape device reports serial {serial}")
+        actual = serial_of(path)
+        if actual is not None and actual != serial:
+            raise ConfigError(
+                f"scsi.drives: {path} is drive {actual}, not {serial}: device numbering changed?"
+            )
+        specs.append(DriveSpec(serial, element, path))
+    return specs
+
+
+def opener(layer: str) -> Opener:
+    """How to open a drive of this device layer (a :class:`TapeDevice` factory)."""
+    _layer(layer)
+    if layer == "file":
+        from tssd.backends.scsi.emulated import FileTape
+
+        return _as_opener(FileTape)
+    return _as_opener(StTape)
+
+
+def _as_opener(cls: Callable[[str], TapeDevice]) -> Opener:
+    return cls

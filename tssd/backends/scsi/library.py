@@ -1,0 +1,385 @@
+"""``ScsiLibrary``: the :class:`~tssd.backends.base.TapeBackend` of a SCSI tape library.
+
+The changer is driven through ``mtx`` (:mod:`.changer`), the drives through the st driver
+or the emulated devices (:mod:`.tapedev`, :mod:`.devices`), data is kept in tssd's format
+(:mod:`.format`, :mod:`.objects`) and the catalog in the database (:mod:`.catalog`).
+
+Mounting reads the changer inventory first, so a cartridge someone else left in a drive
+(an unexpected tape) is put back before the wanted one is loaded, and a load that hung
+is recognised afterwards. Each tssd-labelled tape's label is checked against its barcode
+at mount. Writes append at the catalog's end of data; when the drive reports the
+early-warning end of medium the tape is closed (marked full) and the write session ends
+with :class:`~tssd.backends.scsi.tapedev.EndOfMedium`, so the objects not yet written go
+back to the queue and the next session writes them to the next tape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from tssd.backends.base import (
+    DriveInfo,
+    ReadItem,
+    ReadResult,
+    TapeBackend,
+    TapeCopy,
+    WriteItem,
+    WriteResult,
+)
+from tssd.backends.scsi import emulated
+from tssd.backends.scsi.catalog import Catalog, normalize_adler32
+from tssd.backends.scsi.changer import Changer
+from tssd.backends.scsi.devices import DriveSpec, opener, resolve_drives
+from tssd.backends.scsi.format import MIN_BLOCK_SIZE, ObjectHeader, VolumeLabel
+from tssd.backends.scsi.inventory import Inventory
+from tssd.backends.scsi.objects import read_label, write_label
+from tssd.backends.scsi.session import read_one, write_one
+from tssd.backends.scsi.tapedev import EndOfMedium, MediaError, Opener, Tape, WriteProtected
+from tssd.clock import Clock
+from tssd.config import ScsiSettings
+from tssd.errors import (
+    ConfigError,
+    ObjectNotFound,
+    PermanentBackendError,
+    TransientBackendError,
+)
+
+log = structlog.get_logger()
+
+
+@dataclass(slots=True)
+class _Drive:
+    spec: DriveSpec
+    volume: str | None = None
+    #: Storage slot the loaded cartridge came from (where it goes back).
+    source: int | None = None
+    tape: Tape | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.serial
+
+
+def emulated_settings(settings: ScsiSettings, root: Path) -> ScsiSettings:
+    """The settings of an emulated library in *root*, created there if absent."""
+    emulated.init_library(
+        root,
+        drives=settings.emulation_drives,
+        tapes=settings.emulation_tapes,
+        slots=settings.emulation_tapes + 10,
+        capacity=settings.emulation_capacity,
+    )
+    return ScsiSettings(
+        **{
+            **settings.__dict__,
+            "changer": str(root),
+            "mtx": f"{sys.executable} -m tssd.backends.scsi.mtxemu",
+            "drives": emulated.drive_spec(root),
+            "device_layer": "file",
+            "emulation_dir": "",
+        }
+    )
+
+
+class ScsiLibrary(TapeBackend):
+    name = "scsi"
+
+    def __init__(
+        self, settings: ScsiSettings, sessions: async_sessionmaker[Any], clock: Clock
+    ) -> None:
+        if settings.block_size < MIN_BLOCK_SIZE:
+            raise ConfigError(f"scsi.block_size must be at least {MIN_BLOCK_SIZE}")
+        self._settings = settings
+        self._catalog = Catalog(sessions)
+        self._clock = clock
+        self._changer = Changer(
+            settings.mtx,
+            settings.changer,
+            move_timeout_s=settings.move_timeout_s,
+            status_timeout_s=settings.status_timeout_s,
+        )
+        self._open_device: Opener = opener(settings.device_layer)
+        self._volume_re = re.compile(settings.volumes)
+        self._drives: dict[str, _Drive] = {}
+        # Volume -> drive for every cartridge in a drive or on its way in or out: set
+        # before the first await of a mount so two drives can never claim one volume.
+        self._claims: dict[str, str] = {}
+        self._present: set[str] = set()
+        self._alloc = asyncio.Lock()
+
+    @property
+    def changer(self) -> Changer:
+        return self._changer
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def open(self) -> None:
+        specs = resolve_drives(self._settings.drives, self._settings.device_layer)
+        inventory = await self.inventory()
+        for spec in specs:
+            element = inventory.drive(spec.element)
+            if element is None:
+                raise ConfigError(
+                    f"scsi.drives: the changer has no Data Transfer Element {spec.element}"
+                )
+            drive = _Drive(spec, element.volume, element.source)
+            self._drives[spec.serial] = drive
+            if element.volume:
+                self._claims[element.volume] = spec.serial
+        new = await self._catalog.ensure_tapes(
+            self._present, self._settings.tape_capacity, self._settings.block_size
+        )
+        log.info(
+            "scsi.library.open",
+            changer=self._settings.changer,
+            drives=len(self._drives),
+            tapes=len(self._present),
+            new_tapes=new,
+        )
+
+    async def close(self) -> None:
+        for drive in self._drives.values():
+            if drive.tape is not None:
+                await drive.tape.close()
+                drive.tape = None
+
+    async def inventory(self) -> Inventory:
+        """Read the changer's inventory and remember which usable cartridges it holds."""
+        inventory = await self._changer.status()
+        self._present = {v for v in inventory.volumes() if self._volume_re.search(v)}
+        return inventory
+
+    async def drives(self) -> list[DriveInfo]:
+        return [DriveInfo(name=d.name, volume=d.volume) for d in self._drives.values()]
+
+    async def locate(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
+        return await self._catalog.copies(pnfsids)
+
+    def _drive(self, name: str) -> _Drive:
+        try:
+            return self._drives[name]
+        except KeyError:
+            raise PermanentBackendError(f"no drive {name} in the SCSI library") from None
+
+    # -- mount and dismount ------------------------------------------------------------
+
+    async def mount(self, drive: str, volume: str) -> None:
+        state = self._drive(drive)
+        if state.volume == volume:
+            await self._checked(state)
+            return
+        tape = await self._catalog.tape(volume)
+        if tape is None or not self._volume_re.search(volume):
+            raise PermanentBackendError(f"volume {volume} is not in the library")
+        if tape.state != "ok":
+            raise PermanentBackendError(f"volume {volume} is disabled: {tape.reason}")
+        holder = self._claims.get(volume)
+        if holder is not None and holder != drive:
+            raise TransientBackendError(f"volume {volume} is in use in {holder}")
+        self._claims[volume] = drive
+        try:
+            await self.dismount(drive)
+            await self._load(state, volume)
+        except BaseException:
+            if state.volume != volume:
+                self._claims.pop(volume, None)
+            raise
+        await self._checked(state)
+
+    async def _checked(self, state: _Drive) -> None:
+        try:
+            await self._ready(state)
+        except PermanentBackendError:
+            # Not the cartridge we asked for: it leaves the drive, the drive stays usable.
+            await self.dismount(state.name)
+            raise
+
+    async def _load(self, state: _Drive, volume: str) -> None:
+        inventory = await self.inventory()
+        element = inventory.drive(state.spec.element)
+        if element is not None and element.full and element.volume != volume:
+            await self._put_back(state, inventory, element.volume, element.source)
+            inventory = await self.inventory()
+        elsewhere = inventory.drive_of(volume)
+        if elsewhere is not None and elsewhere.index == state.spec.element:
+            # A load that timed out earlier completed after all.
+            state.volume, state.source = volume, elsewhere.source
+            return
+        if elsewhere is not None:
+            raise TransientBackendError(
+                f"volume {volume} is in Data Transfer Element {elsewhere.index}"
+            )
+        slot = inventory.slot_of(volume)
+        if slot is None:
+            raise TransientBackendError(f"volume {volume} is not in a storage slot")
+        started = self._clock.now()
+        await self._changer.load(slot.number, state.spec.element)
+        state.volume, state.source = volume, slot.number
+        log.info(
+            "scsi.mount.loaded",
+            drive=state.name,
+            volume=volume,
+            slot=slot.number,
+            seconds=round(self._clock.now() - started, 3),
+        )
+
+    async def _put_back(
+        self, state: _Drive, inventory: Inventory, volume: str | None, source: int | None
+    ) -> None:
+        """Return a cartridge tssd did not load (an operator's, or left by a crash)."""
+        empty = inventory.empty_slots()
+        slot = source if source in empty else (empty[0] if empty else None)
+        log.warning("scsi.drive.unexpected_tape", drive=state.name, volume=volume, to_slot=slot)
+        if slot is None:
+            raise TransientBackendError(f"no empty slot to put back {volume} from {state.name}")
+        await self._changer.unload(slot, state.spec.element)
+        if volume:
+            self._claims.pop(volume, None)
+
+    async def _ready(self, state: _Drive) -> None:
+        """Open the loaded drive and check the cartridge is the one its barcode says."""
+        if state.tape is not None or state.volume is None:
+            return
+        tape = await Tape.open(self._open_device, state.spec.device)
+        row = await self._catalog.tape(state.volume)
+        if row is not None and row.labelled:
+            label = await read_label(tape, row.block_size)
+            if label is None or label.volume != state.volume:
+                found = label.volume if label else "no tssd label"
+                reason = f"barcode {state.volume} but the tape carries {found}"
+                await tape.close()
+                await self._catalog.close_tape(state.volume, reason, disable=True)
+                log.error("scsi.mount.wrong_label", drive=state.name, volume=state.volume)
+                raise PermanentBackendError(f"{state.name}: {reason}")
+        state.tape = tape
+
+    async def dismount(self, drive: str) -> None:
+        state = self._drive(drive)
+        volume = state.volume
+        if volume is None:
+            return
+        if state.tape is not None:
+            tape, state.tape = state.tape, None
+            try:
+                await tape.offline()
+            except (TransientBackendError, PermanentBackendError) as exc:
+                log.warning("scsi.dismount.eject_failed", drive=drive, error=str(exc))
+            finally:
+                await tape.close()
+        inventory = await self.inventory()
+        element = inventory.drive(state.spec.element)
+        if element is not None and element.full:
+            empty = inventory.empty_slots()
+            home = state.source or element.source
+            slot = home if home in empty else (empty[0] if empty else None)
+            if slot is None:
+                raise TransientBackendError(f"no empty slot to unload {volume} from {drive}")
+            await self._changer.unload(slot, state.spec.element)
+        state.volume = state.source = None
+        self._claims.pop(volume, None)
+        log.info("scsi.dismount.done", drive=drive, volume=volume)
+
+    def _loaded(self, drive: str, volumes: set[str]) -> _Drive:
+        state = self._drive(drive)
+        if state.volume is None:
+            raise TransientBackendError(f"no volume in {drive}")
+        wrong = volumes - {state.volume}
+        if wrong:
+            raise TransientBackendError(
+                f"{drive} holds {state.volume}, not {', '.join(sorted(wrong))}"
+            )
+        return state
+
+    async def _tape(self, state: _Drive) -> Tape:
+        await self._ready(state)
+        assert state.tape is not None  # _ready opened it or raised
+        return state.tape
+
+    # -- read --------------------------------------------------------------------------
+
+    async def read(self, drive: str, items: Sequence[ReadItem]) -> AsyncIterator[ReadResult]:
+        state = self._loaded(drive, {item.copy.volume for item in items})
+        tape = await self._tape(state)
+        row = await self._catalog.tape(state.volume or "")
+        block_size = row.block_size if row is not None else self._settings.block_size
+        for item in items:
+            obj = await self._catalog.object(item.copy.bfid)
+            yield await read_one(tape, state.name, obj, item, block_size, self._clock)
+
+    # -- write -------------------------------------------------------------------------
+
+    async def writable_volume(self, storage_class: str, size: int) -> str:
+        # Two storage classes asking at once must not both be given the same scratch tape.
+        async with self._alloc:
+            return await self._catalog.allocate(storage_class, size, self._present)
+
+    async def write(self, drive: str, items: Sequence[WriteItem]) -> AsyncIterator[WriteResult]:
+        state = self._loaded(drive, set())
+        volume = state.volume
+        assert volume is not None  # _loaded checked
+        tape = await self._tape(state)
+        row = await self._catalog.tape(volume)
+        if row is None or row.full or row.state != "ok":
+            raise EndOfMedium(f"volume {volume} takes no more data")
+        block_size = row.block_size
+        if not row.labelled:
+            label = VolumeLabel(volume, block_size, self._clock.wall().isoformat())
+            next_block = await self._guarded(volume, write_label(tape, label))
+            await self._catalog.labelled(volume, next_block, block_size)
+            log.info("scsi.tape.labelled", drive=drive, volume=volume, block_size=block_size)
+        for item in items:
+            yield await self._guarded(volume, self._write_item(tape, volume, item, block_size))
+
+    async def _write_item(
+        self, tape: Tape, volume: str, item: WriteItem, block_size: int
+    ) -> WriteResult:
+        row = await self._catalog.tape(volume)
+        assert row is not None  # checked by write()
+        if row.storage_class not in (None, item.storage_class):
+            error = TransientBackendError(
+                f"volume {volume} holds storage class {row.storage_class}, not {item.storage_class}"
+            )
+            return WriteResult(item, error=error)
+        header = ObjectHeader(
+            bfid=uuid.uuid4().hex,
+            pnfsid=item.pnfsid,
+            size=item.source.size,
+            adler32=normalize_adler32(item.adler32) or "",
+            written_at=self._clock.wall().isoformat(),
+            storage_class=item.storage_class,
+            seq=row.next_seq,
+        )
+        return await write_one(
+            tape, volume, row.next_block, header, item, self._catalog, block_size, self._clock
+        )
+
+    async def _guarded(self, volume: str, step: Any) -> Any:
+        """Close the tape for appends when the drive says it is full or unwritable."""
+        try:
+            return await step
+        except EndOfMedium as exc:
+            await self._catalog.close_tape(volume, f"end of medium: {exc}")
+            log.info("scsi.tape.full", volume=volume)
+            raise
+        except (WriteProtected, MediaError) as exc:
+            await self._catalog.close_tape(volume, str(exc), disable=True)
+            log.error("scsi.tape.write_failed", volume=volume, error=str(exc))
+            raise
+
+    # -- remove ------------------------------------------------------------------------
+
+    async def remove(self, bfid: str) -> None:
+        # Tape space is not reclaimed: the object's blocks stay until the tape is recycled.
+        if not await self._catalog.delete(bfid):
+            raise ObjectNotFound(f"no object {bfid} in the SCSI library")
+        log.info("scsi.remove.done", bfid=bfid)

@@ -1,0 +1,268 @@
+"""Tape drive I/O: one small device interface, the Linux st driver behind it, and the
+translation of the driver's errors into tssd's.
+
+:class:`TapeDevice` is what the backend needs from a drive: fixed-size block reads and
+writes, filemarks, the logical block position (``MTIOCPOS``) and ``MTSEEK`` to it, status
+(``MTIOCGET``), rewind and eject. :class:`StTape` implements it with ``ioctl`` calls on the
+no-rewind device (``/dev/nstN``); :class:`~tssd.backends.scsi.emulated.FileTape`
+implements it on a file, failing with the same ``errno`` values. Both are blocking;
+:class:`Tape` runs them in a worker thread and maps ``OSError`` at this boundary:
+
+=========================  =================================================================
+errno                      meaning → tssd error
+=========================  =================================================================
+ENOMEDIUM, EIO at open,    no tape / drive not ready yet → :class:`DriveNotReady` (transient,
+EBUSY                      the mount is retried by :mod:`tssd.retry`)
+ENOSPC on write            early-warning end of medium → :class:`EndOfMedium` (the tape is
+                           closed, the batch continues on the next one)
+EROFS, EACCES on write     write protected → :class:`WriteProtected` (permanent for the tape)
+EIO, ENOMEM on read/seek   media error → :class:`MediaError` (permanent for that object)
+=========================  =================================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import os
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from tssd.backends.scsi.drivestatus import DriveStatus
+from tssd.errors import PermanentBackendError, TransientBackendError
+
+T = TypeVar("T")
+
+
+class DriveNotReady(TransientBackendError):
+    """No cartridge in the drive, or the drive is still becoming ready."""
+
+
+class EndOfMedium(TransientBackendError):
+    """The tape reached its early-warning end: close it and continue on another."""
+
+
+class MediaError(PermanentBackendError):
+    """The drive could not read or position: this object (or tape) is unreadable."""
+
+
+class WriteProtected(PermanentBackendError):
+    """The cartridge's write-protect tab is set."""
+
+
+class TapeDevice(Protocol):
+    """An open tape drive (blocking calls); errors are ``OSError`` with st's ``errno``."""
+
+    path: str
+
+    def close(self) -> None: ...
+    def status(self) -> DriveStatus: ...
+    def rewind(self) -> None: ...
+    def tell(self) -> int: ...
+    def seek(self, block: int) -> None: ...
+    def write_block(self, data: bytes) -> None: ...
+    def read_block(self, size: int) -> bytes: ...
+    def write_filemark(self) -> None: ...
+    def offline(self) -> None: ...
+
+
+# -- the Linux st driver (linux/mtio.h) -------------------------------------------------
+
+
+def _ioc(direction: int, number: int, size: int) -> int:
+    return (direction << 30) | (size << 16) | (ord("m") << 8) | number
+
+
+_MTOP = struct.Struct("@hi")  # struct mtop { short mt_op; int mt_count; }
+_MTGET = struct.Struct("@5l2i")  # struct mtget: five longs, mt_fileno, mt_blkno
+_MTPOS = struct.Struct("@l")  # struct mtpos { long mt_blkno; }
+MTIOCTOP = _ioc(1, 1, _MTOP.size)
+MTIOCGET = _ioc(2, 2, _MTGET.size)
+MTIOCPOS = _ioc(2, 3, _MTPOS.size)
+MTWEOF, MTREW, MTOFFL, MTSETBLK, MTSEEK = 5, 6, 7, 20, 22
+GMT_EOF, GMT_BOT, GMT_EOT = 0x80000000, 0x40000000, 0x20000000
+GMT_EOD, GMT_WR_PROT, GMT_ONLINE = 0x08000000, 0x04000000, 0x01000000
+
+
+class StTape:
+    """A drive through the Linux st driver, in variable-block mode.
+
+    Variable mode (``MTSETBLK 0``) makes each ``write`` one tape block of exactly the
+    size written; tssd always writes ``scsi.block_size`` bytes, so the blocks on tape are
+    fixed-size whatever the drive's default.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            self._fd = os.open(path, os.O_RDWR)
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES):
+                raise
+            self._fd = os.open(path, os.O_RDONLY)
+        try:
+            self._op(MTSETBLK, 0)
+        except OSError:
+            os.close(self._fd)
+            raise
+
+    def _op(self, op: int, count: int = 1) -> None:
+        fcntl.ioctl(self._fd, MTIOCTOP, _MTOP.pack(op, count))
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def status(self) -> DriveStatus:
+        buf = bytearray(_MTGET.size)
+        fcntl.ioctl(self._fd, MTIOCGET, buf)
+        _type, _resid, _dsreg, gstat, _erreg, fileno, blkno = _MTGET.unpack(buf)
+        gstat &= 0xFFFFFFFF
+        return DriveStatus(
+            online=bool(gstat & GMT_ONLINE),
+            bot=bool(gstat & GMT_BOT),
+            eod=bool(gstat & GMT_EOD),
+            eot=bool(gstat & GMT_EOT),
+            write_protected=bool(gstat & GMT_WR_PROT),
+            file_number=fileno,
+            block_number=blkno,
+        )
+
+    def rewind(self) -> None:
+        self._op(MTREW)
+
+    def tell(self) -> int:
+        buf = bytearray(_MTPOS.size)
+        fcntl.ioctl(self._fd, MTIOCPOS, buf)
+        return int(_MTPOS.unpack(buf)[0])
+
+    def seek(self, block: int) -> None:
+        self._op(MTSEEK, block)
+
+    def write_block(self, data: bytes) -> None:
+        written = os.write(self._fd, data)
+        if written != len(data):  # a short write is the physical end of the tape
+            raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes)")
+
+    def read_block(self, size: int) -> bytes:
+        return os.read(self._fd, size)
+
+    def write_filemark(self) -> None:
+        self._op(MTWEOF)
+
+    def offline(self) -> None:
+        self._op(MTOFFL)
+
+
+def st_serial(path: str) -> str | None:
+    """The unit serial number (VPD page 0x80) of an st device, from sysfs."""
+    name = Path(os.path.realpath(path)).name
+    vpd = Path("/sys/class/scsi_tape") / name / "device" / "vpd_pg80"
+    try:
+        page = vpd.read_bytes()
+    except OSError:
+        return None
+    return page[4:].decode("ascii", errors="replace").strip(" \0") or None
+
+
+def find_st_device(serial: str) -> str | None:
+    """The no-rewind st device whose drive reports *serial*: /dev numbering never matters."""
+    for entry in sorted(Path("/sys/class/scsi_tape").glob("nst*")):
+        if entry.name[3:].isdigit() and st_serial(f"/dev/{entry.name}") == serial:
+            return f"/dev/{entry.name}"
+    return None
+
+
+# -- the asynchronous, error-translating wrapper ----------------------------------------
+
+Opener = Callable[[str], TapeDevice]
+
+
+def _not_ready(path: str, exc: OSError) -> DriveNotReady:
+    reason = "no cartridge" if exc.errno == errno.ENOMEDIUM else exc.strerror or str(exc)
+    return DriveNotReady(f"drive {path} not ready: {reason}", code=exc.errno)
+
+
+class Tape:
+    """An open drive used from the event loop: every call runs in a worker thread."""
+
+    def __init__(self, device: TapeDevice) -> None:
+        self.device = device
+        self.path = device.path
+
+    @classmethod
+    async def open(cls, opener: Opener, path: str) -> Tape:
+        try:
+            device = await asyncio.to_thread(opener, path)
+        except OSError as exc:
+            if exc.errno in (errno.ENOMEDIUM, errno.EIO, errno.EBUSY, errno.EAGAIN):
+                raise _not_ready(path, exc) from exc
+            raise PermanentBackendError(f"cannot open tape device {path}: {exc}") from exc
+        tape = cls(device)
+        status = await tape.status()
+        if not status.online:
+            await tape.close()
+            raise DriveNotReady(f"drive {path} not ready: offline")
+        return tape
+
+    async def _call(self, what: str, fn: Callable[[], T], media: bool = True) -> T:
+        try:
+            return await asyncio.to_thread(fn)
+        except OSError as exc:
+            message = f"{what} on {self.path}: {exc.strerror or exc}"
+            if exc.errno == errno.ENOSPC:
+                raise EndOfMedium(message, code=exc.errno) from exc
+            if exc.errno in (errno.EROFS, errno.EACCES):
+                raise WriteProtected(message, code=exc.errno) from exc
+            if exc.errno in (errno.ENOMEDIUM, errno.EBUSY):
+                raise _not_ready(self.path, exc) from exc
+            if media:
+                raise MediaError(message, code=exc.errno) from exc
+            raise TransientBackendError(message, code=exc.errno) from exc
+
+    async def close(self) -> None:
+        # Closing is best effort: the device is being given up.
+        with contextlib.suppress(OSError):
+            await asyncio.to_thread(self.device.close)
+
+    async def status(self) -> DriveStatus:
+        return await self._call("status", self.device.status, media=False)
+
+    async def rewind(self) -> None:
+        await self._call("rewind", self.device.rewind)
+
+    async def tell(self) -> int:
+        return await self._call("read position", self.device.tell)
+
+    async def seek(self, block: int) -> None:
+        await self._call(f"locate to block {block}", lambda: self.device.seek(block))
+
+    async def write_block(self, data: bytes) -> None:
+        await self._call("write", lambda: self.device.write_block(data))
+
+    async def write_blocks(self, blocks: list[bytes]) -> None:
+        """Several blocks in one worker-thread hop: the data path's batching."""
+
+        def run() -> None:
+            for block in blocks:
+                self.device.write_block(block)
+
+        await self._call("write", run)
+
+    async def read_block(self, size: int) -> bytes:
+        return await self._call("read", lambda: self.device.read_block(size))
+
+    async def read_blocks(self, count: int, size: int) -> list[bytes]:
+        def run() -> list[bytes]:
+            return [self.device.read_block(size) for _ in range(count)]
+
+        return await self._call("read", run)
+
+    async def write_filemark(self) -> None:
+        await self._call("write filemark", self.device.write_filemark)
+
+    async def offline(self) -> None:
+        await self._call("unload", self.device.offline, media=False)

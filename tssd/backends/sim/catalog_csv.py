@@ -1,0 +1,339 @@
+"""Catalog CSV import and export for the simulated library (contracts section 4).
+
+Format: header ``pnfsid,volume,seq,size,storage_class,written_at`` (extra columns are
+ignored), one row per copy on tape; a pnfsid with several rows has several copies; ``seq``
+is the 1-based file sequence number on its volume, ``size`` in bytes, ``written_at`` ISO
+8601 (a time without zone is UTC). Export writes the same columns, ordered by volume and
+sequence, ``written_at`` as ``YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00``, so an import of an
+export (or of a file in that form) exports byte for byte the same.
+
+Import checks every row before it writes anything and reports each bad one as
+``line N: reason``; then, in one transaction, it writes the objects (without bytes:
+recalls of them produce filler) and brings the cartridges' fill state up to date. Each
+object's ``offset``, which drives the locate model, is the sum of the sizes of the lower
+sequence numbers on its volume. Object ids (bfids) derive from (pnfsid, volume, seq), so
+importing the same file twice changes nothing.
+
+* ``replace=True``: the catalog becomes exactly the file; cartridges not in it are
+  emptied back to scratch.
+* ``replace=False``: the rows are merged into the catalog. A row whose volume and
+  sequence are held by another pnfsid is an error; an object written through the library
+  (with real bytes) is kept as it is.
+
+A cartridge's storage class is that of its highest sequence number; cartridges the
+library does not have are created with *capacity* bytes (default: the largest capacity
+among the library's cartridges, else an LTO-9's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import os
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO, cast
+
+from sqlalchemy import Table, delete, func, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from tssd.backends.sim.profiles import LTO9
+from tssd.db.models import SimObject, SimTape
+from tssd.errors import InvalidRequest
+
+COLUMNS = ("pnfsid", "volume", "seq", "size", "storage_class", "written_at")
+PNFSID_RE = re.compile(r"[0-9A-Fa-f]{1,64}")
+VOLUME_RE = re.compile(r"[A-Za-z0-9_.:-]{1,32}")
+#: Errors listed in one message; the rest are counted.
+MAX_LISTED = 50
+#: Bound parameters per IN list.
+CHUNK = 500
+#: Rows per executemany batch of the import.
+INSERT_BATCH = 10_000
+OBJECTS = cast(Table, SimObject.__table__)
+_BFID_NAMESPACE = uuid.UUID("6f7e1c9a-3b1d-4b8e-9a57-2d1c0e4f5a60")
+
+
+class CatalogImportError(InvalidRequest):
+    """The CSV has bad rows; nothing was imported. ``errors`` lists ``line N: reason``."""
+
+    def __init__(self, errors: Sequence[str]) -> None:
+        shown = list(errors[:MAX_LISTED])
+        if len(errors) > MAX_LISTED:
+            shown.append(f"... and {len(errors) - MAX_LISTED} more")
+        super().__init__("catalog not imported:\n" + "\n".join(shown))
+        self.errors = list(errors)
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogRow:
+    line: int
+    pnfsid: str
+    volume: str
+    seq: int
+    size: int
+    storage_class: str | None
+    written_at: datetime
+
+
+def bfid_for(pnfsid: str, volume: str, seq: int) -> str:
+    """The object id of an imported copy: the same row always gets the same id."""
+    return uuid.uuid5(_BFID_NAMESPACE, f"{pnfsid}/{volume}/{seq}").hex
+
+
+def format_time(value: datetime) -> str:
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).isoformat()
+
+
+# -- parsing ---------------------------------------------------------------------------
+
+
+def parse_csv(source: TextIO) -> list[CatalogRow]:
+    """Every row of *source*, checked; raises CatalogImportError listing each bad one."""
+    reader = csv.DictReader(source)
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise CatalogImportError([f"line 1: header lacks column(s) {', '.join(missing)}"])
+    rows: list[CatalogRow] = []
+    errors: list[str] = []
+    seen: dict[tuple[str, int], int] = {}
+    for record in reader:
+        line = reader.line_num
+        try:
+            row = _parse_row(record, line)
+        except ValueError as exc:
+            errors.append(f"line {line}: {exc}")
+            continue
+        first = seen.setdefault((row.volume, row.seq), line)
+        if first != line:
+            errors.append(f"line {line}: volume {row.volume} seq {row.seq} already on line {first}")
+            continue
+        rows.append(row)
+    if errors:
+        raise CatalogImportError(errors)
+    return rows
+
+
+def _parse_row(record: dict[str | Any, str | Any], line: int) -> CatalogRow:
+    values = {c: (record.get(c) or "").strip() for c in COLUMNS}
+    if not PNFSID_RE.fullmatch(values["pnfsid"]):
+        raise ValueError(f"pnfsid {values['pnfsid']!r} is not 1-64 hex digits")
+    if not VOLUME_RE.fullmatch(values["volume"]):
+        raise ValueError(f"volume {values['volume']!r} is not 1-32 of [A-Za-z0-9_.:-]")
+    seq = _integer(values["seq"], "seq", 1)
+    size = _integer(values["size"], "size", 0)
+    try:
+        written_at = datetime.fromisoformat(values["written_at"])
+    except ValueError:
+        raise ValueError(f"written_at {values['written_at']!r} is not ISO 8601") from None
+    if written_at.tzinfo is None:
+        written_at = written_at.replace(tzinfo=UTC)
+    return CatalogRow(
+        line=line,
+        pnfsid=values["pnfsid"],
+        volume=values["volume"],
+        seq=seq,
+        size=size,
+        storage_class=values["storage_class"] or None,
+        written_at=written_at,
+    )
+
+
+def _integer(text: str, name: str, lowest: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name} {text!r} is not an integer") from None
+    if value < lowest:
+        raise ValueError(f"{name} {value} is less than {lowest}")
+    return value
+
+
+# -- import ----------------------------------------------------------------------------
+
+
+async def import_csv(
+    sessions: async_sessionmaker[Any],
+    source: str | os.PathLike[str] | TextIO,
+    *,
+    replace: bool,
+    capacity: int | None = None,
+) -> dict[str, Any]:
+    """Import a catalog CSV (a path or an open text stream); return what was done."""
+    rows = await asyncio.to_thread(_read_rows, source)
+    async with sessions() as session, session.begin():
+        tapes = {t.volume: t for t in await session.scalars(select(SimTape))}
+        default_capacity = capacity or max((t.capacity for t in tapes.values()), default=0)
+        by_volume = _group(rows)
+        if replace:
+            await session.execute(delete(SimObject))
+            existing: dict[str, dict[int, dict[str, Any]]] = {}
+        else:
+            existing = await _existing(session, list(by_volume))
+        merged, errors = _merge(existing, by_volume)
+        fills = _fill(merged, tapes, default_capacity or LTO9.capacity_bytes, errors)
+        if errors:
+            raise CatalogImportError(errors)
+        if not replace:
+            for chunk in _chunks(list(by_volume), CHUNK):
+                await session.execute(delete(SimObject).where(SimObject.volume.in_(chunk)))
+        objects = [obj for volume in merged.values() for obj in volume.values()]
+        # Core executemany in large batches: the ORM's per-object bookkeeping would cost
+        # more than the database for a catalog of 100,000 copies.
+        for batch in _chunks(objects, INSERT_BATCH):
+            await session.execute(insert(OBJECTS), list(batch))
+        _update_tapes(session, tapes, fills, reset_others=replace)
+    return {
+        "rows": len(rows),
+        "volumes": len(by_volume),
+        "replace": replace,
+        "objects": await count_objects(sessions),
+    }
+
+
+def _read_rows(source: str | os.PathLike[str] | TextIO) -> list[CatalogRow]:
+    if isinstance(source, str | os.PathLike):
+        with Path(source).open(newline="", encoding="utf-8") as fh:
+            return parse_csv(fh)
+    return parse_csv(source)
+
+
+def _group(rows: Iterable[CatalogRow]) -> dict[str, dict[int, CatalogRow]]:
+    grouped: dict[str, dict[int, CatalogRow]] = {}
+    for row in rows:
+        grouped.setdefault(row.volume, {})[row.seq] = row
+    return grouped
+
+
+async def _existing(
+    session: AsyncSession, volumes: list[str]
+) -> dict[str, dict[int, dict[str, Any]]]:
+    found: dict[str, dict[int, dict[str, Any]]] = {}
+    columns = list(OBJECTS.columns)
+    for chunk in _chunks(volumes, CHUNK):
+        result = await session.execute(select(*columns).where(SimObject.volume.in_(chunk)))
+        for record in result.mappings():
+            found.setdefault(record["volume"], {})[record["seq"]] = dict(record)
+    return found
+
+
+def _merge(
+    existing: dict[str, dict[int, dict[str, Any]]], by_volume: dict[str, dict[int, CatalogRow]]
+) -> tuple[dict[str, dict[int, dict[str, Any]]], list[str]]:
+    merged: dict[str, dict[int, dict[str, Any]]] = {}
+    errors: list[str] = []
+    for volume, rows in by_volume.items():
+        objects = dict(existing.get(volume, {}))
+        for seq, row in rows.items():
+            held = objects.get(seq)
+            if held is not None and held["pnfsid"] != row.pnfsid:
+                errors.append(
+                    f"line {row.line}: volume {volume} seq {seq} holds pnfsid {held['pnfsid']}"
+                )
+            elif held is None or not held["has_data"]:
+                objects[seq] = _object(row)
+        merged[volume] = objects
+    return merged, errors
+
+
+def _object(row: CatalogRow) -> dict[str, Any]:
+    return {
+        "bfid": bfid_for(row.pnfsid, row.volume, row.seq),
+        "pnfsid": row.pnfsid,
+        "volume": row.volume,
+        "seq": row.seq,
+        "offset": 0,
+        "size": row.size,
+        "adler32": None,
+        "storage_class": row.storage_class,
+        "written_at": row.written_at,
+        "has_data": False,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Fill:
+    capacity: int
+    used: int
+    next_seq: int
+    storage_class: str | None
+
+
+def _fill(
+    merged: dict[str, dict[int, dict[str, Any]]],
+    tapes: dict[str, SimTape],
+    default_capacity: int,
+    errors: list[str],
+) -> dict[str, _Fill]:
+    """Set every object's offset; return each volume's fill state, checking capacity."""
+    fills: dict[str, _Fill] = {}
+    for volume, objects in merged.items():
+        used = 0
+        for seq in sorted(objects):
+            objects[seq]["offset"] = used
+            used += objects[seq]["size"]
+        tape = tapes.get(volume)
+        capacity = tape.capacity if tape is not None else default_capacity
+        if used > capacity:
+            errors.append(f"volume {volume}: {used} bytes exceed its capacity of {capacity}")
+        last = objects[max(objects)]
+        fills[volume] = _Fill(capacity, used, max(objects) + 1, last["storage_class"])
+    return fills
+
+
+def _update_tapes(
+    session: AsyncSession, tapes: dict[str, SimTape], fills: dict[str, _Fill], *, reset_others: bool
+) -> None:
+    for volume, fill in fills.items():
+        tape = tapes.get(volume)
+        if tape is None:
+            tape = SimTape(volume=volume, capacity=fill.capacity)
+            session.add(tape)
+        tape.used, tape.next_seq = fill.used, fill.next_seq
+        tape.storage_class = fill.storage_class or tape.storage_class
+        tape.full = fill.used >= fill.capacity
+    if reset_others:
+        for volume, tape in tapes.items():
+            if volume not in fills:
+                tape.used, tape.next_seq, tape.storage_class, tape.full = 0, 1, None, False
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+# -- export ----------------------------------------------------------------------------
+
+
+async def export_csv(sessions: async_sessionmaker[Any], target: TextIO) -> int:
+    """Write every copy as a catalog CSV row, by volume and sequence; return the rows."""
+    columns = (
+        SimObject.pnfsid,
+        SimObject.volume,
+        SimObject.seq,
+        SimObject.size,
+        SimObject.storage_class,
+        SimObject.written_at,
+    )
+    async with sessions() as session:
+        result = await session.execute(select(*columns).order_by(SimObject.volume, SimObject.seq))
+        records = result.all()
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for pnfsid, volume, seq, size, storage_class, written_at in records:
+        writer.writerow((pnfsid, volume, seq, size, storage_class or "", format_time(written_at)))
+    target.write(buffer.getvalue())
+    return len(records)
+
+
+async def count_objects(sessions: async_sessionmaker[Any]) -> int:
+    async with sessions() as session:
+        return int(await session.scalar(select(func.count()).select_from(SimObject)) or 0)

@@ -1,0 +1,99 @@
+"""``tssctl backend selftest``: commission a SCSI library (mhVTL or hardware).
+
+It runs the backend's own changer and drive code from the configuration (``--config`` or
+``$TSSD_CONFIG``, the file ``tssd serve`` uses), not through the daemon: the test needs a
+drive and a cartridge for itself, so tssd must not be using the library at the same time.
+It refuses to run while the daemon answers, unless ``--daemon-running-ok``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from tssd.cli.commands import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    command,
+    emit_json,
+    fail,
+    group,
+    positive_int,
+    wants_json,
+)
+from tssd.config import load_settings
+from tssd.errors import ConfigError, TssdError
+from tssd.logs import configure_logging
+from tssd.wire import ApiError, Client, WireError
+
+group("backend", "test the tape backend (SCSI library self-test)")
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="PATH", help="tssd's TOML file (default $TSSD_CONFIG)")
+    parser.add_argument(
+        "--volume", required=True, help="barcode of a scratch cartridge the test may overwrite"
+    )
+    parser.add_argument("--drive", metavar="SERIAL", help="drive to use (default: first empty)")
+    parser.add_argument(
+        "--objects", type=positive_int, default=3, help="test objects to write (default 3)"
+    )
+    parser.add_argument(
+        "--daemon-running-ok",
+        action="store_true",
+        help="run even though tssd answers (it must not be using this library)",
+    )
+
+
+def _daemon_answers(client: Client) -> bool:
+    try:
+        client.call("GET", "/v1/status")
+    except (WireError, ApiError):
+        return False
+    return True
+
+
+@command(
+    "backend selftest", "inventory, load, write, locate, read back and unload a tape", _arguments
+)
+def selftest(args: argparse.Namespace, client: Client) -> int:
+    try:
+        settings, _ = load_settings(args.config)
+    except ConfigError as exc:
+        return fail(str(exc), EXIT_USAGE)
+    if settings.backend.type != "scsi":
+        return fail(
+            f"backend.type is {settings.backend.type!r}: the self-test is for 'scsi'", EXIT_USAGE
+        )
+    if not args.daemon_running_ok and _daemon_answers(client):
+        return fail(
+            "tssd is running and may be using the library: stop it, or pass --daemon-running-ok",
+            EXIT_FAILED,
+        )
+    # Library log lines go to stderr, and only warnings: stdout carries the steps.
+    configure_logging("warning", settings.log.format)
+    from tssd.backends.scsi.library import emulated_settings
+    from tssd.backends.scsi.selftest import as_dict
+    from tssd.backends.scsi.selftest import selftest as run_selftest
+
+    scsi = settings.scsi
+    if scsi.emulation_dir:
+        scsi = emulated_settings(scsi, settings.path(scsi.emulation_dir))
+
+    async def run() -> list[dict[str, object]]:
+        steps = []
+        async for step in run_selftest(scsi, args.volume, drive=args.drive, objects=args.objects):
+            steps.append(as_dict(step))
+            if not wants_json(args):
+                mark = "ok  " if step.ok else "FAIL"
+                print(f"{mark} {step.name:<12} {step.seconds:8.2f}s  {step.detail}", flush=True)
+        return steps
+
+    try:
+        steps = asyncio.run(run())
+    except TssdError as exc:
+        return fail(str(exc), EXIT_FAILED)
+    if wants_json(args):
+        emit_json(steps)
+    return EXIT_OK if steps and all(s["ok"] for s in steps) and len(steps) == 7 else EXIT_FAILED

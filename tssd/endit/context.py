@@ -1,0 +1,75 @@
+"""What the stage, flush and remove books of one ENDIT directory share."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import select
+
+from tssd.config import EnditDirectory, EnditSettings
+from tssd.db.models import Request
+from tssd.db.store import CHUNK, RequestStore
+from tssd.endit.protocol import EnditPaths
+
+T = TypeVar("T")
+
+
+@dataclass
+class DirContext:
+    store: RequestStore
+    paths: EnditPaths
+    directory: EnditDirectory
+    settings: EnditSettings
+    queue: str
+
+    def common(self) -> dict[str, Any]:
+        """Submit fields every request of this directory carries."""
+        return {
+            "queue": self.queue,
+            "priority": self.directory.priority,
+            "hsm_instance": self.directory.hsm_name,
+        }
+
+    async def rows(self, ids: Sequence[int]) -> list[Request]:
+        """The current rows of *ids* (those that exist)."""
+        found: list[Request] = []
+        async with self.store.sessions() as session:
+            for i in range(0, len(ids), CHUNK):
+                stmt = select(Request).where(Request.id.in_(ids[i : i + CHUNK]))
+                found.extend((await session.scalars(stmt)).all())
+        return found
+
+
+async def in_thread(fn: Callable[..., T], *args: Any) -> T:
+    return await asyncio.to_thread(fn, *args)
+
+
+class Watches:
+    """Completion of tracked requests, from the store's in-process notifier.
+
+    Another daemon sharing the database finishes requests without telling this one: the
+    periodic reconciliation finds those.
+    """
+
+    def __init__(self, store: RequestStore) -> None:
+        self.store = store
+        self._events: dict[int, asyncio.Event] = {}
+
+    def add(self, request_id: int) -> None:
+        if request_id not in self._events:
+            self._events[request_id] = self.store.notifier.watch(request_id)
+
+    def discard(self, request_id: int) -> None:
+        event = self._events.pop(request_id, None)
+        if event is not None:
+            self.store.notifier.unwatch(request_id, event)
+
+    def finished(self) -> list[int]:
+        return [i for i, e in self._events.items() if e.is_set()]
+
+    def close(self) -> None:
+        for request_id in list(self._events):
+            self.discard(request_id)

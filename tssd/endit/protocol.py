@@ -1,0 +1,249 @@
+"""The ENDIT directory protocol, file by file (blocking calls: run them in a thread).
+
+A base directory holds ``request/`` (JSON request files, ``<id>.err`` failure files),
+``in/`` (recalled files, delivered by rename), ``out/`` (hardlinks of files to flush) and
+``trash/`` (URIs of tape copies to remove). Only names of hex digits (pnfsids) are
+protocol files: the temporary names written here start with a dot, so the plugin never
+sees them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tssd.errors import DestinationUnwritable, NoSpace, SourceUnreadable
+from tssd.files import CHUNK_SIZE, TEMP_SUFFIX, adler32_hex
+
+NAME_RE = re.compile(r"^[0-9A-Fa-f]{1,64}$")
+ERR_SUFFIX = ".err"
+SUBDIRS = ("in", "out", "request", "trash")
+RECALL_ACTIONS = frozenset({"recall", None})
+HASHES = {"md5": "md5", "md5_type": "md5", "sha1": "sha1", "sha256": "sha256"}
+
+
+def is_protocol_name(name: str) -> bool:
+    return NAME_RE.match(name) is not None
+
+
+@dataclass(frozen=True)
+class EnditPaths:
+    base: Path
+
+    @property
+    def inbox(self) -> Path:
+        return self.base / "in"
+
+    @property
+    def out(self) -> Path:
+        return self.base / "out"
+
+    @property
+    def request(self) -> Path:
+        return self.base / "request"
+
+    @property
+    def trash(self) -> Path:
+        return self.base / "trash"
+
+    def missing(self) -> list[Path]:
+        """Subdirectories that do not exist (the plugin creates none of them)."""
+        return [self.base / s for s in SUBDIRS if not (self.base / s).is_dir()]
+
+
+Version = tuple[int, int]  # (inode, mtime_ns): tells an overwritten file from the old one
+
+
+@dataclass(frozen=True)
+class RequestFile:
+    """``request/<name>`` as read: ``body`` is None while it is incomplete or unreadable."""
+
+    name: str
+    version: Version | None  # None: the file is gone
+    body: dict[str, Any] | None = None
+    mtime: float = 0.0
+    delivered: bool = False  # in/<name> has the requested size already
+    has_err: bool = False  # request/<name>.err waits for the plugin
+
+    @property
+    def gone(self) -> bool:
+        return self.version is None
+
+    @property
+    def action(self) -> Any:
+        return (self.body or {}).get("action")
+
+    @property
+    def size(self) -> Any:
+        return (self.body or {}).get("file_size")
+
+
+def read_request(paths: EnditPaths, name: str) -> RequestFile:
+    path = paths.request / name
+    try:
+        with path.open("rb") as fh:
+            st = os.fstat(fh.fileno())
+            raw = fh.read(1 << 20)
+    except FileNotFoundError:
+        return RequestFile(name, None)
+    except OSError:
+        return RequestFile(name, (0, 0))
+    version = (st.st_ino, st.st_mtime_ns)
+    body = _json_object(raw)
+    has_err = (paths.request / f"{name}{ERR_SUFFIX}").exists()
+    delivered = False
+    size = body.get("file_size") if body else None
+    if isinstance(size, int):
+        with contextlib.suppress(OSError):
+            delivered = (paths.inbox / name).stat().st_size == size
+    return RequestFile(name, version, body, st.st_mtime, delivered, has_err)
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    # The plugin writes stage requests in place: a read may catch half of the JSON.
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def read_requests(paths: EnditPaths, names: list[str]) -> list[RequestFile]:
+    return [read_request(paths, n) for n in names]
+
+
+def list_names(directory: Path) -> set[str]:
+    """Protocol names in *directory* (an unreadable or absent directory has none)."""
+    try:
+        with os.scandir(directory) as it:
+            return {e.name for e in it if is_protocol_name(e.name)}
+    except OSError:
+        return set()
+
+
+def write_error(paths: EnditPaths, name: str, code: int, message: str) -> None:
+    """Write ``request/<name>.err`` atomically: the return code, then a one-line message."""
+    line = " ".join(message.split()) or "failed"
+    target = paths.request / f"{name}{ERR_SUFFIX}"
+    temp = target.with_name(f".{target.name}{TEMP_SUFFIX}")
+    try:
+        temp.write_text(f"{code}\n{line}\n", encoding="utf-8")
+        os.replace(temp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        error = NoSpace if exc.errno in (errno.ENOSPC, errno.EDQUOT) else DestinationUnwritable
+        raise error(f"cannot write {target}: {exc.strerror or exc}") from exc
+
+
+def remove_file(path: Path) -> bool:
+    """Unlink *path*; False if it was not there."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def file_size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
+class OutFile:
+    """``out/<name>``, with what the request file says about it."""
+
+    name: str
+    size: int
+    version: Version
+    adler32: str | None
+    storage_class: str | None = None
+
+
+def inspect_out(
+    paths: EnditPaths, name: str, body: dict[str, Any] | None
+) -> OutFile | SourceUnreadable | None:
+    """Size and adler32 of ``out/<name>``, checked against the request file when present.
+
+    An adler32 in the request file is passed on and checked by the backend while it
+    writes; any other checksum (or none) costs one read here, which also yields the
+    adler32 that lets a re-flushed file be recognised on tape.
+    """
+    path = paths.out / name
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return SourceUnreadable(f"cannot stat {path}: {exc.strerror or exc}")
+    body = body or {}
+    expected = body.get("file_size")
+    if isinstance(expected, int) and expected != st.st_size:
+        return SourceUnreadable(f"{path} has {st.st_size} bytes, the request says {expected}")
+    kind = str(body.get("checksumType") or "").lower()
+    value = str(body.get("checksumValue") or "").lower()
+    version = (st.st_ino, st.st_mtime_ns)
+    sc = body.get("storage_class")
+    storage_class = sc if isinstance(sc, str) and sc else None
+    if kind == "adler32" and re.fullmatch(r"[0-9a-f]{1,8}", value):
+        return OutFile(name, st.st_size, version, value.zfill(8), storage_class)
+    try:
+        adler, digest = _checksums(path, HASHES.get(kind))
+    except OSError as exc:
+        return SourceUnreadable(f"cannot read {path}: {exc.strerror or exc}")
+    if digest is not None and value and digest != value:
+        return SourceUnreadable(f"{path}: {kind} {digest} does not match the request's {value}")
+    return OutFile(name, st.st_size, version, adler, storage_class)
+
+
+def _checksums(path: Path, algorithm: str | None) -> tuple[str, str | None]:
+    adler = zlib.adler32(b"")
+    digest = hashlib.new(algorithm) if algorithm else None
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK_SIZE):
+            adler = zlib.adler32(chunk, adler)
+            if digest is not None:
+                digest.update(chunk)
+    return adler32_hex(adler), digest.hexdigest() if digest is not None else None
+
+
+def read_trash(paths: EnditPaths, name: str) -> str | None:
+    """The URI in ``trash/<name>``; None if it is gone."""
+    try:
+        return (paths.trash / name).read_text(encoding="utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return None
+
+
+def free_bytes(directory: Path) -> tuple[int, int]:
+    """(free bytes for an unprivileged writer, file system size) of *directory*."""
+    st = os.statvfs(directory)
+    return st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+
+
+def split_storage_class(storage_class: str | None) -> tuple[str | None, str | None]:
+    """dCache's ``store:group@hsm`` as (store, group)."""
+    if not storage_class:
+        return None, None
+    head = storage_class.split("@", 1)[0]
+    store, _, group = head.partition(":")
+    return store or None, group or None
+
+
+def stat_version(path: Path) -> Version | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns

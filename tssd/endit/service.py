@@ -1,0 +1,66 @@
+"""The ENDIT intake of a daemon: one worker per configured directory."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import structlog
+
+from tssd.backends.base import TapeBackend
+from tssd.clock import RealClock
+from tssd.config import EnditDirectory, Settings
+from tssd.db.store import RequestStore
+from tssd.endit.context import DirContext
+from tssd.endit.protocol import EnditPaths
+from tssd.endit.worker import DirectoryWorker
+from tssd.errors import ConfigError
+from tssd.metrics import Metrics
+from tssd.retry import Retrier, RetryPolicy
+
+log = structlog.get_logger()
+
+
+def _paths(directory: EnditDirectory, seen: set[Path]) -> EnditPaths:
+    if not directory.path:
+        raise ConfigError("endit.directories: every directory needs a path")
+    base = Path(directory.path).expanduser().resolve()
+    if base in seen:
+        raise ConfigError(f"endit.directories: {base} is listed twice")
+    seen.add(base)
+    return EnditPaths(base)
+
+
+@asynccontextmanager
+async def endit_intake(
+    settings: Settings, store: RequestStore, backend: TapeBackend, metrics: Metrics
+) -> AsyncIterator[list[DirectoryWorker]]:
+    """Serve every configured ENDIT directory until the context exits."""
+    b = settings.backend
+    retrier = Retrier(RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s), metrics, RealClock())
+    seen: set[Path] = set()
+    workers = [
+        DirectoryWorker(
+            DirContext(
+                store,
+                _paths(d, seen),
+                d,
+                settings.endit,
+                d.queue or settings.scheduler.default_queue,
+            ),
+            backend,
+            retrier,
+        )
+        for d in settings.endit.directories
+    ]
+    tasks = [asyncio.create_task(w.run(), name=f"endit:{w.directory}") for w in workers]
+    try:
+        yield workers
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if workers:
+            log.info("endit.stopped", directories=len(workers))

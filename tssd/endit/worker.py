@@ -1,0 +1,199 @@
+"""One ENDIT directory: react to hints, reconcile with the database, act on outcomes.
+
+Each pass handles the names inotify reported, then the requests that finished (the
+store's notifier says which), then the grace-period cancels and the stages waiting for
+space. Every ``endit.rescan_s`` (and at start-up, and when inotify's queue overflowed) a
+full pass lists the directory and the directory's open requests in the database, so
+that nothing depends on an event having been seen: after a tssd restart, recalls whose
+request file is gone are cancelled (after the grace period) and files in ``out/`` that
+were never recorded are taken.
+
+Which requests belong to a directory is derived from their path: a recall writes
+``<dir>/in/<id>``, a migration reads ``<dir>/out/<id>``, a removal names
+``<dir>/trash/<id>``. No schema change is needed, and ``tssctl requests`` shows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+import structlog
+from sqlalchemy import select
+
+from tssd.backends.base import TapeBackend
+from tssd.db.models import OPEN_STATES, Kind, Request
+from tssd.endit import protocol
+from tssd.endit.context import DirContext, Watches, in_thread
+from tssd.endit.flush import FlushBook
+from tssd.endit.protocol import RequestFile
+from tssd.endit.remove import RemoveBook
+from tssd.endit.stage import Stage, StageBook
+from tssd.endit.watch import Hints, watch
+from tssd.retry import Retrier
+
+log = structlog.get_logger()
+
+PASS_S = 0.2  # longest pause between passes: finished requests are acted on this fast
+INVALID_AFTER_S = 60.0  # a request file still not valid JSON after this long is refused
+
+
+class DirectoryWorker:
+    def __init__(self, ctx: DirContext, backend: TapeBackend, retrier: Retrier) -> None:
+        self.ctx = ctx
+        self.hints = Hints()
+        self.watches = Watches(ctx.store)
+        self.stages = StageBook(ctx, self.watches)
+        self.flushes = FlushBook(ctx, self.watches)
+        self.removes = RemoveBook(ctx, backend, retrier)
+        self.unparsed: dict[str, float] = {}  # request files not yet valid JSON: first seen
+
+    @property
+    def directory(self) -> str:
+        return str(self.ctx.paths.base)
+
+    async def run(self) -> None:
+        """Serve the directory until cancelled."""
+        missing = self.ctx.paths.missing()
+        if missing:
+            log.warning(
+                "endit.missing_dirs", directory=self.directory, missing=[str(m) for m in missing]
+            )
+        watcher = None
+        if self.ctx.settings.inotify:
+            watcher = asyncio.create_task(watch(self.ctx.paths, self.hints), name="endit-watch")
+        log.info("endit.started", directory=self.directory, hsm_name=self.ctx.directory.hsm_name)
+        try:
+            await self._loop()
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+            self.watches.close()
+
+    async def _loop(self) -> None:
+        next_full = 0.0
+        while True:
+            names, rescan = self.hints.drain()
+            try:
+                if rescan or time.monotonic() >= next_full:
+                    next_full = time.monotonic() + self.ctx.settings.rescan_s
+                    await self.reconcile()
+                else:
+                    await self.handle(names)
+                await self.after()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # A failing pass (database down, ...) is retried by the next full rescan.
+                log.exception("endit.pass_failed", directory=self.directory)
+                next_full = min(next_full, time.monotonic() + 5.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.hints.event.wait(), timeout=PASS_S)
+
+    # -- passes -----------------------------------------------------------------------
+
+    async def handle(self, names: dict[str, set[str]]) -> None:
+        """React to the names that changed."""
+        request = names.get("request", set()) | set(self.unparsed)
+        out = names.get("out", set())
+        if request:
+            out |= await self._requests(sorted(request))
+        await self.flushes.take(out)
+        await self.removes.take(names.get("trash", set()))
+
+    async def after(self) -> None:
+        """Outcomes, grace-period cancels, stages waiting for space or a batch."""
+        finished = self.watches.finished()
+        if finished:
+            await self._finished(finished)
+        await self.stages.expire()
+        await self.stages.submit()
+
+    async def reconcile(self) -> None:
+        """Full pass: the database's open requests of this directory, then every file."""
+        await self._adopt_open()
+        paths = self.ctx.paths
+        listing = await in_thread(
+            lambda: {s: protocol.list_names(paths.base / s) for s in ("request", "out", "trash")}
+        )
+        self.stages.absent(listing["request"])
+        await self.flushes.vanished(listing["out"])
+        await self.handle(listing)
+
+    async def _adopt_open(self) -> None:
+        base = str(self.ctx.paths.base).rstrip("/") + "/"
+        stmt = select(Request).where(
+            Request.state.in_(OPEN_STATES),
+            Request.kind.in_((Kind.RECALL.value, Kind.MIGRATE.value)),
+            Request.path.startswith(base, autoescape=True),
+        )
+        async with self.ctx.store.sessions() as session:
+            rows = list((await session.scalars(stmt)).all())
+        open_ids = set()
+        for row in rows:
+            open_ids.add(row.id)
+            name = self._name_in(row, "in" if row.kind == Kind.RECALL else "out")
+            if name is None:
+                continue
+            if row.kind == Kind.RECALL:
+                self.stages.adopt(row, name)
+            else:
+                self.flushes.adopt(row, name)
+        # Finished without this process hearing of it (another daemon, a race).
+        missed = [i for i in (*self.stages.by_id, *self.flushes.by_id) if i not in open_ids]
+        if missed:
+            await self._finished(missed)
+
+    def _name_in(self, row: Request, subdir: str) -> str | None:
+        path = row.path or ""
+        parent, _, name = path.rpartition("/")
+        if parent != str(self.ctx.paths.base / subdir) or not protocol.is_protocol_name(name):
+            return None
+        return name
+
+    async def _finished(self, ids: list[int]) -> None:
+        rows = await self.ctx.rows(ids)
+        await self.stages.finished(rows)
+        again = await self.flushes.finished(rows)
+        if again:
+            await self.flushes.take(set(again))
+
+    async def _requests(self, names: list[str]) -> set[str]:
+        """Read request files; stages go to the stage book. Returns flush names."""
+        files = await in_thread(protocol.read_requests, self.ctx.paths, names)
+        flushes: set[str] = set()
+        now = time.time()
+        for rf in files:
+            if rf.gone:
+                self.unparsed.pop(rf.name, None)
+                self.stages.gone(rf.name)
+            elif rf.body is None:
+                await self._unparsed(rf, now)
+            elif rf.action == "migrate":
+                self.unparsed.pop(rf.name, None)
+                flushes.add(rf.name)
+            elif rf.action in protocol.RECALL_ACTIONS:
+                self.unparsed.pop(rf.name, None)
+                self.stages.seen(rf)
+            else:
+                self.unparsed.pop(rf.name, None)
+                log.warning(
+                    "endit.unknown_action",
+                    directory=self.directory,
+                    pnfsid=rf.name,
+                    action=rf.action,
+                )
+        return flushes
+
+    async def _unparsed(self, rf: RequestFile, now: float) -> None:
+        # Being written (the plugin does not write stage requests atomically): read again
+        # on the next pass. Still broken long after its last change: refuse it.
+        first = self.unparsed.setdefault(rf.name, now)
+        if now - max(first, rf.mtime) < INVALID_AFTER_S:
+            return
+        del self.unparsed[rf.name]
+        if not rf.has_err and self.stages.reported.get(rf.name, ()) != rf.version:
+            stage = Stage(rf.name, 0, rf.version, rf.mtime)
+            self.stages.rejected.append((stage, 32, "request file is not a JSON object"))

@@ -1,0 +1,7 @@
+"""``python -m tssd.shim``: the same as ``tss-hsm``."""
+
+import sys
+
+from tssd.shim.main import main
+
+sys.exit(main())

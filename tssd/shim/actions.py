@@ -1,0 +1,381 @@
+"""What tss-hsm does for put, get and remove, in block and in poll mode.
+
+A call first looks up the newest request of its kind for the pnfsid. It adopts that request
+when it is still open (a dCache retry, a poll, a restarted pool), or when it has finished,
+belongs to this destination and its outcome has not been reported to anyone yet (the poll
+after the recall finished; the ``get`` re-issued after a SIGTERM). Otherwise it submits.
+Once it has told dCache an outcome, it marks the request reported, so that the next stage
+of the same file, a week later, starts a new recall instead of reusing an old failure.
+Without this, a poll arriving after its recall finished would start another recall, and
+poll mode would never end.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+import time
+
+from tssd.shim import client as wire
+from tssd.shim.args import (
+    EXIT_NO_SPACE,
+    EXIT_OK,
+    EXIT_OTHER,
+    EXIT_PENDING,
+    EXIT_PERMANENT,
+    EXIT_READ,
+    EXIT_WRITE,
+    Call,
+    HsmExit,
+    Location,
+    Options,
+    StorageInfo,
+    Transfer,
+    is_hex,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Request = dict[str, Any]
+
+# dCache never retries 30-39 and disables the pool on 41-43 for a get, so only the codes the
+# API documents pass through; anything else a daemon might invent becomes a retryable 1.
+PASS_THROUGH = frozenset({EXIT_PERMANENT, 32, EXIT_NO_SPACE, EXIT_READ, EXIT_WRITE})
+FINISHED = frozenset({"done", "failed", "cancelled"})
+WAIT_S = 30
+# The HTTP read must outlive the server-side wait, or every quiet wait looks like an outage.
+WAIT_READ_S = WAIT_S + 30
+BACKOFF_FIRST_S = 0.2
+BACKOFF_MAX_S = 5.0
+
+
+def run(call: Call) -> int:
+    client = wire.Client(call.options.tssd)
+    if call.transfer is None:
+        return do_remove(client, call)
+    action = do_put if call.verb == "put" else do_get
+    return action(client, call, call.transfer)
+
+
+def do_put(client: wire.Client, call: Call, transfer: Transfer) -> int:
+    path = os.path.abspath(transfer.path)
+    check_source(path, transfer.si.size)
+    body = _compact(_file_body("migrate", call, transfer, path))
+
+    def same_file(request: Request) -> bool:
+        checksum, expected = request.get("checksum"), transfer.si.adler32
+        return request.get("size") == transfer.si.size and (
+            checksum is None or expected is None or checksum == expected
+        )
+
+    request = settle(client, obtain(client, body, path, same_file), call.options)
+    if request is None:
+        return EXIT_PENDING
+    conclude(client, request, lambda: print_uri(request))
+    return EXIT_OK
+
+
+def print_uri(request: Request) -> None:
+    uri = request.get("uri")
+    if not isinstance(uri, str) or not uri or "\n" in uri:
+        raise HsmExit(EXIT_OTHER, f"request {request['id']} is done but has no usable URI")
+    sys.stdout.write(uri + "\n")
+    sys.stdout.flush()
+
+
+def do_get(client: wire.Client, call: Call, transfer: Transfer) -> int:
+    path = os.path.abspath(transfer.path)
+    check_destination(path)
+
+    def delivered(request: Request) -> bool:
+        size = request.get("size")
+        try:
+            return os.stat(path).st_size == (size if type(size) is int else transfer.si.size)
+        except OSError:
+            return False
+
+    body = get_body(call, transfer, path)
+    request = settle(client, obtain(client, body, path, delivered), call.options)
+    if request is None:
+        return EXIT_PENDING
+    conclude(client, request, lambda: finish_recall(request, path, transfer.si))
+    return EXIT_OK
+
+
+def do_remove(client: wire.Client, call: Call) -> int:
+    # Always waits: removal is a catalogue operation that needs no drive, and tssd cannot
+    # look a removal up by bfid cheaply, which poll mode would need to avoid submitting
+    # a new removal on every poll.
+    submitted = [submit(client, remove_body(call, location)) for location in call.uris]
+    for request in submitted:
+        finished = request
+        if request.get("state") not in FINISHED:
+            finished = wait_block(client, request["id"], call.options.reconnect_timeout)
+        ensure_done(finished)
+    return EXIT_OK
+
+
+def obtain(
+    client: wire.Client, body: Request, path: str, usable: Callable[[Request], bool]
+) -> Request:
+    """The request this call is about: adopted (see the module docstring) or submitted."""
+    found = latest(client, body["kind"], body["pnfsid"])
+    if found is not None:
+        request, reported = found
+        if request.get("state") not in FINISHED:
+            return request
+        if not reported and request.get("path") == path:
+            state = request.get("state")
+            if state != "done" or usable(request):
+                return request
+    return submit(client, body)
+
+
+def latest(client: wire.Client, kind: str, pnfsid: str) -> tuple[Request, bool] | None:
+    try:
+        answer = client.call("GET", f"/v1/requests/latest?kind={kind}&pnfsid={pnfsid}")
+    except wire.ApiError as exc:
+        # 404: none yet; 405 and friends: a tssd from before this route, so just submit.
+        if 400 < exc.status < 500:
+            return None
+        raise
+    except wire.WireError as exc:
+        raise HsmExit(EXIT_OTHER, str(exc)) from exc
+    return request_of(answer), answer.get("reported") is True
+
+
+def settle(client: wire.Client, request: Request, options: Options) -> Request | None:
+    """The finished request, or None when poll mode leaves it open for the next call."""
+    if request.get("state") in FINISHED:
+        return request
+    if options.mode == "poll":
+        return None
+    return wait_block(client, request["id"], options.reconnect_timeout)
+
+
+def conclude(client: wire.Client, request: Request, finish: Callable[[], None]) -> None:
+    """Decide the outcome (``finish`` raises :class:`HsmExit` on failure), mark it reported."""
+    try:
+        ensure_done(request)
+        finish()
+    except HsmExit:
+        mark_reported(client, request["id"])
+        raise
+    mark_reported(client, request["id"])
+
+
+def mark_reported(client: wire.Client, request_id: int) -> None:
+    # Best effort: when it fails, the next stage of this file may see this outcome once more.
+    try:
+        client.call("POST", f"/v1/requests/{request_id}/reported", {})
+    except (wire.WireError, wire.ApiError):
+        pass
+
+
+def check_source(path: str, size: int) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise HsmExit(EXIT_READ, f"cannot read source {path}: {exc.strerror or exc}") from exc
+    try:
+        actual = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    if actual != size:
+        raise HsmExit(
+            EXIT_READ, f"source {path} has {actual} bytes but the storage info says {size}"
+        )
+
+
+def check_destination(path: str) -> None:
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        raise HsmExit(EXIT_WRITE, f"destination directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise HsmExit(EXIT_WRITE, f"destination directory {directory} is not writable")
+
+
+def finish_recall(request: Request, path: str, si: StorageInfo) -> None:
+    size, actual = request.get("size"), request.get("adler32")
+    check_delivered(request["id"], path, size if type(size) is int else si.size)
+    if not isinstance(actual, str) or not is_hex(actual, 8):
+        raise HsmExit(EXIT_OTHER, f"request {request['id']} is done but reports no adler32")
+    actual = actual.lower().zfill(8)
+    if si.adler32 is not None and actual != si.adler32:
+        # No .crcval: dCache only reads it after exit 0, so it would be litter in the pool.
+        raise HsmExit(
+            EXIT_PERMANENT,
+            f"adler32 of recalled {path} is {actual} but flag-c says {si.adler32}",
+        )
+    write_crcval(path, actual)
+
+
+def check_delivered(request_id: int, path: str, size: int) -> None:
+    # The daemon said done, so a missing or short file is its mistake, not the pool disk's:
+    # exit 1 lets dCache retry instead of disabling the pool as 43 would.
+    try:
+        actual = os.stat(path).st_size
+    except OSError as exc:
+        raise HsmExit(
+            EXIT_OTHER, f"request {request_id} is done but {path} is unusable: {exc.strerror}"
+        ) from exc
+    if actual != size:
+        raise HsmExit(
+            EXIT_OTHER, f"request {request_id} is done but {path} has {actual} bytes, not {size}"
+        )
+
+
+def write_crcval(path: str, adler32: str) -> None:
+    # Written under a temporary name so dCache never reads a half-written checksum.
+    target = path + ".crcval"
+    temporary = f"{target}.{os.getpid()}.tmp"
+    try:
+        with open(temporary, "w", encoding="ascii") as fh:
+            fh.write(adler32 + "\n")
+        os.replace(temporary, target)
+    except OSError as exc:
+        code = EXIT_NO_SPACE if exc.errno == errno.ENOSPC else EXIT_WRITE
+        raise HsmExit(code, f"cannot write {target}: {exc.strerror or exc}") from exc
+    finally:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+
+
+def _compact(body: Request) -> Request:
+    # Unset fields are left out so the daemon applies its own defaults.
+    return {key: value for key, value in body.items() if value is not None}
+
+
+def _file_body(kind: str, call: Call, transfer: Transfer, path: str) -> Request:
+    si, options = transfer.si, call.options
+    hsm_type = options.hsm_type or si.hsm or "osm"
+    # dCache passes only URIs whose authority is this pool's HSM instance name.
+    from_uri = call.uris[0].instance if call.uris else None
+    return {
+        "kind": kind,
+        "pnfsid": transfer.pnfsid,
+        "path": path,
+        "size": si.size,
+        "storage_class": si.storage_class,
+        "checksum": si.adler32,
+        "hsm_type": hsm_type,
+        "hsm_instance": options.hsm_instance or from_uri or hsm_type,
+        "store": si.store,
+        "group": si.group,
+        "queue": options.queue,
+        "priority": options.priority,
+    }
+
+
+def get_body(call: Call, transfer: Transfer, path: str) -> Request:
+    # Without -uri= the storage info's own locations are the best hints there are.
+    hints = [location.uri for location in call.uris] or list(transfer.si.locations)
+    return _compact({**_file_body("recall", call, transfer, path), "uris": hints or None})
+
+
+def remove_body(call: Call, location: Location) -> Request:
+    return _compact(
+        {
+            "kind": "remove",
+            "uris": [location.uri],
+            "bfid": location.bfid,
+            "queue": call.options.queue,
+            "priority": call.options.priority,
+        }
+    )
+
+
+def submit(client: wire.Client, body: Request) -> Request:
+    """POST the request; tssd attaches a repeated submit to the open request."""
+    try:
+        answer = client.call("POST", "/v1/requests", body)
+    except wire.WireError as exc:
+        raise HsmExit(EXIT_OTHER, str(exc)) from exc
+    return request_of(answer)
+
+
+def request_of(answer: Request) -> Request:
+    request = answer.get("request")
+    if not isinstance(request, dict) or type(request.get("id")) is not int:
+        raise HsmExit(EXIT_OTHER, "tssd answered without a request")
+    return request
+
+
+def wait_block(client: wire.Client, request_id: int, limit_s: float) -> Request:
+    pacing = Reconnect(request_id, limit_s)
+    path = f"/v1/requests/{request_id}/wait?timeout={WAIT_S}"
+    while True:
+        try:
+            answer = client.call("GET", path, timeout=WAIT_READ_S)
+        except wire.WireError as exc:
+            pacing.lost(str(exc))
+            continue
+        except wire.ApiError as exc:
+            if exc.status != 503:  # 503: tssd is shutting down, i.e. about to restart
+                raise
+            pacing.lost(exc.message)
+            continue
+        pacing.back()
+        request = request_of(answer)
+        if answer.get("finished") is True or request.get("state") in FINISHED:
+            return request
+
+
+class Reconnect:
+    """Paces retries while tssd is away (a restart) and gives up after ``limit_s``."""
+
+    def __init__(self, request_id: int, limit_s: float) -> None:
+        self.request_id = request_id
+        self.limit_s = limit_s
+        self.delay = BACKOFF_FIRST_S
+        self.since: float | None = None
+
+    def lost(self, reason: str) -> None:
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+            diag(f"lost tssd while waiting for request {self.request_id} ({reason}); retrying")
+        left = self.since + self.limit_s - now
+        if left <= 0:
+            raise HsmExit(
+                EXIT_OTHER,
+                f"tssd unreachable for {self.limit_s:g} s while waiting for request "
+                f"{self.request_id}: {reason}",
+            )
+        time.sleep(min(self.delay, left))
+        self.delay = min(self.delay * 2, BACKOFF_MAX_S)
+
+    def back(self) -> None:
+        if self.since is not None:
+            diag(f"reconnected to tssd; still waiting for request {self.request_id}")
+        self.since = None
+        self.delay = BACKOFF_FIRST_S
+
+
+def ensure_done(request: Request) -> None:
+    state, request_id = request.get("state"), request["id"]
+    if state == "done":
+        return
+    if state == "failed":
+        reason = request.get("error") or "no reason given"
+        code = request.get("error_code")
+        code = code if type(code) is int and code in PASS_THROUGH else EXIT_OTHER
+        raise HsmExit(code, f"request {request_id} failed: {reason}")
+    if state == "cancelled":
+        raise HsmExit(EXIT_OTHER, f"request {request_id} was cancelled in tssd")
+    raise HsmExit(EXIT_OTHER, f"request {request_id} is in unexpected state {state!r}")
+
+
+def diag(message: str) -> None:
+    """Write one diagnostic line: dCache logs stderr line by line."""
+    try:
+        sys.stderr.write("tss-hsm: " + " ".join(message.split()) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

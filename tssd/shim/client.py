@@ -1,0 +1,253 @@
+"""A minimal HTTP/1.1 JSON client for tss-hsm: one request per connection.
+
+:mod:`tssd.wire` (``http.client``, ``json``, ``socket``) costs about 60 ms to import, four
+times the interpreter's own start-up; this client uses the C modules underneath them
+(``_socket``, ``_json``) and costs well under one. It speaks to tssd only: a Unix socket or
+``http://``; ``https://`` is handed to :mod:`tssd.wire`, whose import cost TLS dwarfs.
+
+Target resolution is :func:`tssd.wire.resolve_target`'s: ``-tssd=``, ``$TSSD_URL``,
+``$TSSD_HOME/tssd.sock``, ``~/.local/state/tssd/tssd.sock``.
+"""
+
+from __future__ import annotations
+
+import _json
+import _socket
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+DEFAULT_HOME = "~/.local/state/tssd"
+MAX_ANSWER = 64 << 20
+
+
+class WireError(Exception):
+    """tssd could not be reached, or answered with something that is not the API."""
+
+
+class ApiError(Exception):
+    """tssd answered with an error status; ``payload`` is its JSON error object."""
+
+    def __init__(self, status: int, payload: dict[str, Any]) -> None:
+        raw = payload.get("error")
+        err: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        message = str(err.get("message") or payload or f"HTTP {status}")
+        super().__init__(message)
+        self.status = status
+        self.type = str(err.get("type", "Error"))
+        self.message = message
+        code = err.get("exit_code", 1)
+        self.exit_code = code if type(code) is int else 1
+
+
+def resolve_target(explicit: str | None = None) -> str:
+    if explicit:
+        return explicit
+    env = os.environ
+    if env.get("TSSD_URL"):
+        return env["TSSD_URL"]
+    home = env.get("TSSD_HOME") or DEFAULT_HOME
+    return os.path.join(os.path.expanduser(home), "tssd.sock")
+
+
+class _Context:
+    """What ``_json.make_scanner`` reads from a ``json.JSONDecoder``, with json's defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = float  # NaN, Infinity, -Infinity: float() reads all three
+    memo: dict[str, str] = {}
+
+
+# typeshed types the argument as a JSONDecoder; the scanner reads only _Context's attributes.
+_scan = _json.make_scanner(_Context())  # type: ignore[arg-type]
+
+
+def decode(text: str) -> Any:
+    """``json.loads`` for a complete document, without importing json (and re, enum...)."""
+    body = text.strip(" \t\r\n")
+    try:
+        value, end = _scan(body, 0)
+    except (StopIteration, ValueError) as exc:
+        raise ValueError("not JSON") from exc
+    if end != len(body):
+        raise ValueError("trailing data after JSON")
+    return value
+
+
+def encode(value: Any) -> str:
+    """``json.dumps`` for the shapes tss-hsm sends: dicts, lists, str, int, bool, None."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return str(_json.encode_basestring_ascii(value))
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, dict):
+        items = (f"{encode(str(k))}:{encode(v)}" for k, v in value.items())
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(encode(v) for v in value) + "]"
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+class Client:
+    """Blocking JSON client. Each call opens one connection (calls are rare and short)."""
+
+    def __init__(self, target: str | None = None, *, timeout: float = 30.0) -> None:
+        self.target = resolve_target(target)
+        self.timeout = timeout
+        self._token = _read_token()
+        self._https: Any = None
+
+    def call(
+        self, method: str, path: str, body: Any = None, *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Send one request; return the decoded JSON object.
+
+        Raises WireError when tssd is unreachable, ApiError on an HTTP error status.
+        """
+        if self.target.startswith("https://"):
+            return self._call_https(method, path, body, timeout)
+        try:
+            status, raw = self._exchange(method, path, body, timeout or self.timeout)
+        except OSError as exc:
+            raise WireError(f"tssd unreachable at {self.target}: {exc}") from exc
+        try:
+            data = decode(raw.decode("utf-8")) if raw else {}
+        except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+            raise WireError(f"tssd at {self.target} sent non-JSON (HTTP {status})") from exc
+        if not isinstance(data, dict):
+            raise WireError(f"tssd at {self.target} sent an unexpected answer")
+        if status >= 400:
+            raise ApiError(status, data)
+        return data
+
+    def _exchange(self, method: str, path: str, body: Any, timeout: float) -> tuple[int, bytes]:
+        sock, host, prefix = self._connect(timeout)
+        try:
+            sock.sendall(self._request(method, prefix + path, host, body))
+            chunks = []
+            received = 0
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+                received += len(chunk)
+                if received > MAX_ANSWER:
+                    raise WireError(f"tssd at {self.target} sent more than {MAX_ANSWER} bytes")
+        finally:
+            sock.close()
+        return self._response(b"".join(chunks))
+
+    def _connect(self, timeout: float) -> tuple[_socket.socket, str, str]:
+        target = self.target
+        if target.startswith("http://"):
+            hostport, _, path = target[len("http://") :].partition("/")
+            host, port = _split_hostport(hostport)
+            family, kind, proto, _, inet = _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM)[
+                0
+            ]
+            sock = _socket.socket(family, kind, proto)
+            address: Any = inet
+            prefix = ("/" + path).rstrip("/")
+        else:
+            address, hostport, prefix = target.removeprefix("unix:"), "localhost", ""
+            sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+        except BaseException:
+            sock.close()
+            raise
+        return sock, hostport, prefix
+
+    def _request(self, method: str, path: str, host: str, body: Any) -> bytes:
+        payload = b"" if body is None else encode(body).encode("ascii")
+        lines = [
+            f"{method} {path} HTTP/1.1",
+            f"Host: {host}",
+            "Accept: application/json",
+            "Connection: close",
+            "User-Agent: tss-hsm",
+            f"Content-Length: {len(payload)}",
+        ]
+        if body is not None:
+            lines.append("Content-Type: application/json")
+        if self._token:
+            lines.append(f"Authorization: Bearer {self._token}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
+
+    def _response(self, raw: bytes) -> tuple[int, bytes]:
+        head, sep, body = raw.partition(b"\r\n\r\n")
+        status_line, *header_lines = head.decode("latin-1").split("\r\n")
+        parts = status_line.split(" ", 2)
+        if not sep or len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+            raise WireError(f"tssd at {self.target} sent no HTTP answer")
+        headers = {}
+        for line in header_lines:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            try:
+                body = _dechunk(body)
+            except ValueError as exc:
+                raise WireError(f"tssd at {self.target} sent a malformed chunked body") from exc
+        elif headers.get("content-length", "").isdigit():
+            body = body[: int(headers["content-length"])]
+        return int(parts[1]), body
+
+    def _call_https(
+        self, method: str, path: str, body: Any, timeout: float | None
+    ) -> dict[str, Any]:
+        from tssd import wire
+
+        if self._https is None:
+            self._https = wire.Client(self.target, timeout=self.timeout)
+        try:
+            answer: dict[str, Any] = self._https.call(method, path, body, timeout=timeout)
+        except wire.WireError as exc:
+            raise WireError(str(exc)) from exc
+        except wire.ApiError as exc:
+            error = {"type": exc.type, "message": exc.message, "exit_code": exc.exit_code}
+            raise ApiError(exc.status, {"error": error}) from exc
+        return answer
+
+
+def _split_hostport(hostport: str) -> tuple[str, int]:
+    if hostport.startswith("["):  # [::1]:8080
+        host, _, rest = hostport[1:].partition("]")
+        port = rest.removeprefix(":")
+    else:
+        host, _, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
+    if port and not port.isdigit():
+        raise WireError(f"bad port in tssd URL: {hostport!r}")
+    return host, int(port) if port else 80
+
+
+def _dechunk(body: bytes) -> bytes:
+    out = []
+    while body:
+        size_line, _, body = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            break
+        out.append(body[:size])
+        body = body[size + 2 :]
+    return b"".join(out)
+
+
+def _read_token() -> str | None:
+    path = os.environ.get("TSSD_TOKEN_FILE")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().strip() or None
+    except OSError as exc:
+        raise WireError(f"cannot read token file {path}: {exc.strerror}") from exc
