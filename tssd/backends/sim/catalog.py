@@ -104,6 +104,15 @@ class Catalog:
         async with self._session() as session:
             return await session.get(SimObject, bfid)
 
+    async def objects(self, bfids: Sequence[str]) -> dict[str, SimObject]:
+        """The objects among *bfids* that exist, by bfid (one query per chunk)."""
+        found: dict[str, SimObject] = {}
+        async with self._session() as session:
+            for chunk in _chunks(list(dict.fromkeys(bfids)), IN_CHUNK):
+                rows = await session.scalars(select(SimObject).where(SimObject.bfid.in_(chunk)))
+                found.update((obj.bfid, obj) for obj in rows)
+        return found
+
     async def copies(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
         found: dict[str, list[TapeCopy]] = {}
         unique = list(dict.fromkeys(pnfsids))

@@ -249,19 +249,24 @@ class SimLibrary(TapeBackend):
 
     async def read(self, drive: str, items: Sequence[ReadItem]) -> AsyncIterator[ReadResult]:
         state, _ = self._loaded(drive, {item.copy.volume for item in items})
+        # One catalog query for the batch, not one per file: batches hold thousands.
+        objects = await self._catalog.objects([item.copy.bfid for item in items])
         for item in items:
-            yield await self._read_one(drive, state, item)
+            yield await self._read_one(drive, state, item, objects.get(item.copy.bfid))
 
-    async def _read_one(self, drive: str, state: _Drive, item: ReadItem) -> ReadResult:
+    async def _read_one(
+        self, drive: str, state: _Drive, item: ReadItem, obj: SimObject | None
+    ) -> ReadResult:
         try:
-            return await self._read_guarded(drive, state, item)
+            return await self._read_guarded(drive, state, item, obj)
         except BaseException:
             # Session-breaking errors and cancellation: still leave nothing half-written.
             await item.sink.abort()
             raise
 
-    async def _read_guarded(self, drive: str, state: _Drive, item: ReadItem) -> ReadResult:
-        obj = await self._catalog.object(item.copy.bfid)
+    async def _read_guarded(
+        self, drive: str, state: _Drive, item: ReadItem, obj: SimObject | None
+    ) -> ReadResult:
         if obj is None or obj.volume != state.volume:
             await item.sink.abort()
             err = ObjectNotFound(f"no object {item.copy.bfid} on {state.volume}")
