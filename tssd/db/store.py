@@ -14,7 +14,18 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import structlog
-from sqlalchemy import Select, Table, and_, bindparam, func, insert, select, update
+from sqlalchemy import (
+    Engine,
+    Select,
+    Table,
+    and_,
+    bindparam,
+    create_engine,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -28,7 +39,18 @@ REQUESTS = cast(Table, Request.__table__)
 EVENTS = cast(Table, RequestEvent.__table__)
 # request_events reason of a finished request whose outcome a client has been told.
 REPORTED = "reported"
-_REQUEST_COLUMNS = [getattr(Request, c.key) for c in Request.__mapper__.column_attrs]
+_LATEST = (
+    select(
+        *[getattr(Request, c.key).label(c.key) for c in Request.__mapper__.column_attrs],
+        select(RequestEvent.id)
+        .where(RequestEvent.request_id == Request.id, RequestEvent.reason == REPORTED)
+        .exists()
+        .label("reported_"),
+    )
+    .where(Request.pnfsid == bindparam("pnfsid"), Request.kind == bindparam("kind"))
+    .order_by(Request.id.desc())
+    .limit(1)
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +70,8 @@ class Notifier:
     def __init__(self) -> None:
         self._waiters: dict[int, set[asyncio.Event]] = {}
         self.work = asyncio.Event()
+        #: Kinds of requests submitted since the scheduler last looked.
+        self.kinds: set[str] = set()
         #: Called with the ids of requests that just finished (simulation bookkeeping).
         self.listeners: list[Callable[[Sequence[int]], None]] = []
 
@@ -77,6 +101,7 @@ class RequestStore:
         self.engine: AsyncEngine = sessions.kw["bind"]
         self.postgres = postgres
         self.notifier = Notifier()
+        self._reader: Engine | None = None
 
     # -- intake -----------------------------------------------------------------------
 
@@ -90,7 +115,9 @@ class RequestStore:
                 if attempt == 2:
                     raise
                 continue
-            if any(created for created, _ in results):
+            fresh = {row.kind for created, row in results if created}
+            if fresh:
+                self.notifier.kinds |= fresh
                 self.notifier.work.set()
             return results
         raise AssertionError("unreachable")
@@ -218,26 +245,28 @@ class RequestStore:
 
         ``tss-hsm`` polls with this: a poll must find the recall it started even after that
         recall has finished, and must not report one outcome to two dCache calls. It is the
-        hottest query of poll mode (every pending stage, every ``p:delay``), hence one Core
-        statement on a plain connection: the ORM session costs more than the query. The row
-        has the attributes of a :class:`Request` that ``request_json`` reads.
+        hottest query of poll mode (every pending stage, every ``p:delay``). On SQLite it is
+        one indexed read on a synchronous connection: through aiosqlite, the pool's ping,
+        the thread hops and the rollback cost ten times the read (docs/benchmarks.md), and
+        a WAL reader never waits for the writer. The row has the attributes of a
+        :class:`Request` that ``request_json`` reads.
         """
-        reported = (
-            select(RequestEvent.id)
-            .where(RequestEvent.request_id == Request.id, RequestEvent.reason == REPORTED)
-            .exists()
-        )
-        stmt = (
-            select(*_REQUEST_COLUMNS, reported.label("reported_"))
-            .where(Request.pnfsid == pnfsid.upper(), Request.kind == kind)
-            .order_by(Request.id.desc())
-            .limit(1)
-        )
-        async with self.sessions.kw["bind"].connect() as conn:
-            row = (await conn.execute(stmt)).first()
+        params = {"pnfsid": pnfsid.upper(), "kind": kind}
+        if self.postgres:
+            async with self.sessions.kw["bind"].connect() as conn:
+                row = (await conn.execute(_LATEST, params)).first()
+        else:
+            with self._sqlite_reader().connect() as sync_conn:
+                row = sync_conn.execute(_LATEST, params).first()
         if row is None:
             return None
         return row, bool(row.reported_)
+
+    def _sqlite_reader(self) -> Engine:
+        if self._reader is None:
+            url = self.sessions.kw["bind"].url.set(drivername="sqlite")
+            self._reader = create_engine(url, connect_args={"timeout": 5.0})
+        return self._reader
 
     async def mark_reported(self, request_id: int) -> Request:
         """Record that a client was told the outcome of a finished request (idempotent)."""
@@ -319,6 +348,10 @@ class RequestStore:
             await _insert_events(conn, moved, None, to_state, reason)
         if not to_state.is_open:
             self.notifier.finished(moved)
+        elif moved and to_state is State.QUEUED:
+            # Requeued work of any kind: the next scheduling pass looks at everything.
+            self.notifier.kinds.add("any")
+            self.notifier.work.set()
         return moved
 
     async def finish(

@@ -10,7 +10,6 @@ without an ``await`` in between, and the database keeps ``drives.volume`` unique
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +63,7 @@ class Scheduler:
         self._stopping = asyncio.Event()
         self._seen_pending: set[tuple[str, str]] = set()
         self._pending_at = float("-inf")
+        self._migrations_waiting = True
 
     async def start(self) -> None:
         await self.drives.load()
@@ -74,16 +74,21 @@ class Scheduler:
     async def run(self) -> None:
         """Schedule until :meth:`stop`; a failing pass is logged and retried."""
         work = self.store.notifier.work
+        full = True
         while not self._stopping.is_set():
             work.clear()
             try:
-                await self.schedule_once()
+                await self.schedule_once(full=full)
             except TssdError as exc:
                 log.warning("scheduler.pass_failed", error=str(exc))
             except Exception:
                 log.exception("scheduler.pass_crashed")
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(work.wait(), timeout=self.settings.tick_s)
+                full = False
+            except TimeoutError:
+                # The periodic pass looks at everything, whoever changed the database.
+                full = True
 
     async def stop(self, grace_s: float) -> None:
         """Start no new session; let running ones finish for *grace_s*, then cancel."""
@@ -98,12 +103,20 @@ class Scheduler:
                 log.warning("scheduler.cancelled_sessions", sessions=len(late))
                 await asyncio.wait(late)
 
-    async def schedule_once(self) -> None:
-        await self.intake.removals()
-        for request, copy in await self.intake.migrations_on_tape():
-            claimed = await self.store.claim(select(Request).where(Request.id == request.id), None)
-            if claimed:
-                await self.runner.complete_migration(claimed[0], copy)
+    async def schedule_once(self, *, full: bool = True) -> None:
+        """One pass. Not *full*: skip the kinds of work nobody submitted since the last."""
+        kinds, self.store.notifier.kinds = self.store.notifier.kinds, set()
+        full = full or "any" in kinds
+        if full or "remove" in kinds:
+            await self.intake.removals()
+        if full or "migrate" in kinds:
+            self._migrations_waiting = True
+            for request, copy in await self.intake.migrations_on_tape():
+                claimed = await self.store.claim(
+                    select(Request).where(Request.id == request.id), None
+                )
+                if claimed:
+                    await self.runner.complete_migration(claimed[0], copy)
         # Locate everything queued before choosing: a tape started on a partial view of
         # its queue reads sparsely and leaves files behind the head for another mount.
         while await self.intake.locate_recalls(self._volumes_busy) >= self.intake.batch:
@@ -121,7 +134,9 @@ class Scheduler:
 
     async def _candidates(self) -> list[Candidate]:
         found = await self._recall_candidates()
-        for sc, _files, nbytes, age in await self.intake.migration_groups():
+        groups = await self.intake.migration_groups() if self._migrations_waiting else []
+        self._migrations_waiting = bool(groups)
+        for sc, _files, nbytes, age in groups:
             if sc in self._classes_busy:
                 continue
             if (
