@@ -58,7 +58,7 @@ class Scheduler:
         self.runner = runner
         self.metrics = metrics
         self._tasks: set[asyncio.Task[None]] = set()
-        self._volumes_busy: set[str] = set()
+        self._volumes_busy: set[str] = runner.volumes_busy
         self._classes_busy: set[str] = set()
         self._stopping = asyncio.Event()
         self._seen_pending: set[tuple[str, str]] = set()
@@ -137,7 +137,8 @@ class Scheduler:
         groups = await self.intake.migration_groups() if self._migrations_waiting else []
         self._migrations_waiting = bool(groups)
         for sc, _files, nbytes, age in groups:
-            if sc in self._classes_busy:
+            # Its filling tape is being read by a recall session: wait for that to end.
+            if sc in self._classes_busy or self.runner.filling.get(sc) in self._volumes_busy:
                 continue
             if (
                 nbytes >= self.settings.migrate_batch_bytes
@@ -178,10 +179,14 @@ class Scheduler:
 
     def _pick_drive(self, candidate: Candidate) -> DriveState | None:
         free = self.drives.free()
-        if candidate.purpose == "recall":
-            holder = self.drives.holding(candidate.target)
-            if holder is not None:
-                return holder if holder in free else None
+        volume = (
+            candidate.target
+            if candidate.purpose == "recall"
+            else self.runner.filling.get(candidate.target)
+        )
+        holder = self.drives.holding(volume) if volume else None
+        if holder is not None:
+            return holder if holder in free else None
         if not free:
             return None
         # An empty drive costs no dismount; otherwise the one idle longest.

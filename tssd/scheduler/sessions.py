@@ -57,6 +57,10 @@ class SessionRunner:
         policy: Policy,
     ) -> None:
         self.policy = policy
+        #: Volumes in use by a session; shared with the scheduler, which owns it.
+        self.volumes_busy: set[str] = set()
+        #: The tape each storage class was last written to.
+        self.filling: dict[str, str] = {}
         self.store = store
         self.backend = backend
         self.drives = drives
@@ -177,11 +181,14 @@ class SessionRunner:
         if not claimed:
             return
         pending = {r.id: r for r in claimed}
+        held, volume = drive.volume, None
         try:
             total = sum(r.size or 0 for r in claimed)
             volume = await self.retrier.call(
                 "writable_volume", lambda: self.backend.writable_volume(storage_class, total)
             )
+            self.filling[storage_class] = volume
+            await self._take_volume(drive, volume)
             await self.drives.ensure_mounted(drive, volume, "migrate")
             items = [
                 WriteItem(
@@ -198,6 +205,8 @@ class SessionRunner:
                 pending.pop(request.id, None)
                 await self._finish_write(drive, request, result)
         finally:
+            if volume is not None and volume != held:
+                self.volumes_busy.discard(volume)
             await self.store.transition(
                 list(pending),
                 (State.ACTIVE,),
@@ -206,6 +215,19 @@ class SessionRunner:
                 values={"drive": None},
             )
             await self.drives.flush_stats(drive)
+
+    async def _take_volume(self, drive: DriveState, volume: str) -> None:
+        """Reserve the filling tape for this drive, fetching it from an idle drive."""
+        holder = self.drives.holding(volume)
+        if volume != drive.volume and (volume in self.volumes_busy or (holder and holder.busy)):
+            raise TransientBackendError(f"volume {volume} is busy in another session")
+        self.volumes_busy.add(volume)
+        if holder is not None and holder is not drive:
+            holder.busy = True
+            try:
+                await self.drives.dismount(holder)
+            finally:
+                holder.busy = False
 
     async def _finish_write(self, drive: DriveState, request: Request, result: WriteResult) -> None:
         fields = {"pnfsid": request.pnfsid, "drive": drive.name, "request_id": request.id}
