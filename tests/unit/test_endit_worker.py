@@ -1,0 +1,268 @@
+"""The ENDIT directory worker against a real request store, with no scheduler running.
+
+Each test drives the worker's passes by hand (``reconcile`` = full pass, ``after`` =
+outcomes, cancels, admissions) and plays the scheduler through the store, so that every
+outcome is deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from tssd.backends.base import TapeCopy
+from tssd.clock import RealClock
+from tssd.config import EnditDirectory, EnditSettings
+from tssd.db.engine import create_engine, session_factory
+from tssd.db.models import Request, State
+from tssd.db.schema import ensure_schema
+from tssd.db.store import RequestStore
+from tssd.endit import protocol
+from tssd.endit.context import DirContext
+from tssd.endit.protocol import EnditPaths
+from tssd.endit.worker import DirectoryWorker
+from tssd.metrics import Metrics
+from tssd.retry import Retrier, RetryPolicy
+
+PNFSID = "0000ABCDEF0123456789ABCD"
+
+
+class FakeBackend:
+    """Only what the remove book asks: where the copies of a file are."""
+
+    def __init__(self) -> None:
+        self.copies: dict[str, list[TapeCopy]] = {}
+
+    async def locate(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
+        return {p: self.copies[p] for p in pnfsids if p in self.copies}
+
+
+@pytest.fixture
+async def store(sqlite_url: str) -> AsyncIterator[RequestStore]:
+    engine = create_engine(sqlite_url)
+    await ensure_schema(engine, auto_init=True)
+    yield RequestStore(session_factory(engine), postgres=False)
+    await engine.dispose()
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    for sub in ("in", "out", "request", "trash"):
+        (tmp_path / "endit" / sub).mkdir(parents=True)
+    return tmp_path / "endit"
+
+
+def make_worker(
+    store: RequestStore, base: Path, backend: FakeBackend | None = None, **settings: Any
+) -> DirectoryWorker:
+    settings.setdefault("min_free_percent", 0.0)
+    ctx = DirContext(
+        store,
+        EnditPaths(base),
+        EnditDirectory(path=str(base), hsm_name="pool1", priority=2),
+        EnditSettings(inotify=False, **settings),
+        "endit",
+    )
+    retrier = Retrier(RetryPolicy(1, 0.0, 0.0), Metrics(), RealClock())
+    return DirectoryWorker(ctx, backend or FakeBackend(), retrier)  # type: ignore[arg-type]
+
+
+def stage_request(base: Path, name: str, size: int, text: str | None = None) -> None:
+    body = {"file_size": size, "parent_pid": 1, "time": 1, "action": "recall"}
+    body |= {"storage_class": "atlas:tape@osm", "path": "/pnfs/x"}
+    (base / "request" / name).write_text(json.dumps(body) if text is None else text)
+
+
+async def requests(store: RequestStore, kind: str) -> list[Request]:
+    async with store.sessions() as session:
+        stmt = select(Request).where(Request.kind == kind).order_by(Request.id)
+        return list((await session.scalars(stmt)).all())
+
+
+async def finish(store: RequestStore, row: Request, state: State, **values: Any) -> None:
+    await store.claim(select(Request).where(Request.id == row.id), None)
+    await store.finish(row.id, state, "test", **values)
+
+
+async def test_stage_is_recorded_once_and_overwrite_keeps_it(
+    store: RequestStore, base: Path
+) -> None:
+    worker = make_worker(store, base)
+    stage_request(base, PNFSID, 10)
+    await worker.reconcile()
+    await worker.after()
+    [row] = await requests(store, "recall")
+    assert row.path == str(base / "in" / PNFSID)
+    assert (row.size, row.queue, row.priority, row.hsm_instance) == (10, "endit", 2, "pool1")
+    stage_request(base, PNFSID, 10)  # dCache retry: the file is written again
+    await worker.handle({"request": {PNFSID}})
+    await worker.reconcile()
+    await worker.after()
+    assert [r.id for r in await requests(store, "recall")] == [row.id]
+
+
+async def test_partial_request_is_read_again_not_refused(store: RequestStore, base: Path) -> None:
+    worker = make_worker(store, base)
+    stage_request(base, PNFSID, 10, text='{"file_size": 10, "act')
+    await worker.reconcile()
+    await worker.after()
+    assert await requests(store, "recall") == []
+    assert not (base / "request" / f"{PNFSID}.err").exists()
+    stage_request(base, PNFSID, 10)
+    await worker.handle({})  # the retry needs no new event
+    await worker.after()
+    assert len(await requests(store, "recall")) == 1
+
+
+async def test_deleted_request_is_cancelled_after_grace(store: RequestStore, base: Path) -> None:
+    worker = make_worker(store, base, cancel_grace_s=0.0)
+    stage_request(base, PNFSID, 10)
+    await worker.reconcile()
+    await worker.after()
+    (base / "request" / PNFSID).unlink()
+    await worker.handle({"request": {PNFSID}})
+    await worker.after()
+    [row] = await requests(store, "recall")
+    assert row.state == State.CANCELLED
+
+
+async def test_pool_restart_reissue_attaches(store: RequestStore, base: Path) -> None:
+    worker = make_worker(store, base, cancel_grace_s=3600.0)
+    stage_request(base, PNFSID, 10)
+    await worker.reconcile()
+    await worker.after()
+    (base / "request" / PNFSID).unlink()  # pool start wipes request/
+    await worker.reconcile()
+    await worker.after()
+    stage_request(base, PNFSID, 10)  # and re-issues the stage
+    await worker.reconcile()
+    await worker.after()
+    [row] = await requests(store, "recall")
+    assert row.state == State.QUEUED
+
+
+async def test_failure_writes_err_once(store: RequestStore, base: Path) -> None:
+    worker = make_worker(store, base)
+    stage_request(base, PNFSID, 10)
+    await worker.reconcile()
+    await worker.after()
+    [row] = await requests(store, "recall")
+    await finish(store, row, State.FAILED, error="no copy\nof the file", error_code=31)
+    await worker.after()
+    err = base / "request" / f"{PNFSID}.err"
+    assert err.read_text() == "31\nno copy of the file\n"
+    assert not [p for p in (base / "request").iterdir() if p.name.startswith(".")]
+    err.unlink()  # the plugin takes the .err first, then the request file
+    await worker.reconcile()
+    await worker.after()
+    assert not err.exists()
+    assert len(await requests(store, "recall")) == 1
+    (base / "request" / PNFSID).unlink()
+    stage_request(base, PNFSID, 10)  # dCache retries later: a new request file
+    await worker.reconcile()
+    await worker.after()
+    assert [r.state for r in await requests(store, "recall")] == ["failed", "queued"]
+
+
+async def test_delivery_with_wrong_size_fails_the_stage(store: RequestStore, base: Path) -> None:
+    worker = make_worker(store, base)
+    stage_request(base, PNFSID, 10)
+    await worker.reconcile()
+    await worker.after()
+    [row] = await requests(store, "recall")
+    (base / "in" / PNFSID).write_bytes(b"12345")
+    await finish(store, row, State.DONE)
+    await worker.after()
+    assert not (base / "in" / PNFSID).exists()
+    assert (base / "request" / f"{PNFSID}.err").read_text().startswith("1\n")
+
+
+async def test_stages_wait_for_free_space(
+    store: RequestStore, base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    free = {"bytes": 25}
+    monkeypatch.setattr(protocol, "free_bytes", lambda _d: (free["bytes"], 10**6))
+    worker = make_worker(store, base)
+    for i in range(3):
+        stage_request(base, f"{PNFSID[:-1]}{i}", 10)
+    await worker.reconcile()
+    await worker.after()
+    assert len(await requests(store, "recall")) == 2  # 25 bytes: two 10-byte files fit
+    assert worker.stages.paused
+    free["bytes"] = 1000
+    await worker.after()
+    assert len(await requests(store, "recall")) == 3
+    assert not worker.stages.paused
+
+
+async def test_flush_unlinks_only_when_done(store: RequestStore, base: Path) -> None:
+    worker = make_worker(store, base)
+    data = b"hello tape"
+    adler = f"{zlib.adler32(data):08x}"
+    body = {"file_size": len(data), "storage_class": "atlas:tape@osm", "action": "migrate"}
+    body |= {"checksumType": "adler32", "checksumValue": adler}
+    (base / "request" / PNFSID).write_text(json.dumps(body))
+    (base / "out" / PNFSID).write_bytes(data)
+    await worker.reconcile()
+    await worker.after()
+    [row] = await requests(store, "migrate")
+    assert (row.size, row.checksum, row.storage_class) == (len(data), adler, "atlas:tape@osm")
+    assert (row.store, row.group) == ("atlas", "tape")
+    assert (base / "out" / PNFSID).exists()
+    await finish(store, row, State.FAILED, error_code=1, error="drive on fire")
+    await worker.after()
+    assert (base / "out" / PNFSID).exists()  # no error channel: the file stays
+    await store.retry(row.id)  # an operator retries it
+    await worker.reconcile()
+    await finish(store, row, State.DONE, result_adler32=adler)
+    await worker.after()
+    assert not (base / "out" / PNFSID).exists()
+
+
+async def test_flush_with_wrong_size_is_not_submitted(store: RequestStore, base: Path) -> None:
+    worker = make_worker(store, base)
+    body = {"file_size": 99, "storage_class": "a:b@osm", "action": "migrate"}
+    (base / "request" / PNFSID).write_text(json.dumps(body))
+    (base / "out" / PNFSID).write_bytes(b"short")
+    await worker.reconcile()
+    assert await requests(store, "migrate") == []
+    assert (base / "out" / PNFSID).exists()
+
+
+async def test_trash_becomes_one_remove_per_copy(store: RequestStore, base: Path) -> None:
+    backend = FakeBackend()
+    at = datetime.now(UTC)
+    backend.copies[PNFSID] = [
+        TapeCopy(PNFSID, f"bfid{i}", "VOL001", i, 10, None, "a:b", at) for i in range(2)
+    ]
+    worker = make_worker(store, base, backend)
+    (base / "trash" / PNFSID).write_text(f"osm://pool1?bfid={PNFSID}")
+    await worker.reconcile()
+    rows = await requests(store, "remove")
+    assert sorted(r.bfid or "" for r in rows) == ["bfid0", "bfid1"]
+    assert not (base / "trash" / PNFSID).exists()
+
+
+async def test_restart_reconciles_with_the_database(store: RequestStore, base: Path) -> None:
+    first = make_worker(store, base)
+    stage_request(base, PNFSID, 10)
+    other = f"{PNFSID[:-1]}0"
+    stage_request(base, other, 10)
+    await first.reconcile()
+    await first.after()
+    # tssd is down; the pool withdraws one stage and hands over a flush.
+    (base / "request" / PNFSID).unlink()
+    (base / "out" / other).write_bytes(b"x")
+    second = make_worker(store, base, cancel_grace_s=0.0)
+    await second.reconcile()
+    await second.after()
+    states = {r.pnfsid: r.state for r in await requests(store, "recall")}
+    assert states == {PNFSID: "cancelled", other: "queued"}
+    assert len(await requests(store, "migrate")) == 1
