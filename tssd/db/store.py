@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -18,6 +19,7 @@ from sqlalchemy import (
     Engine,
     Select,
     Table,
+    Update,
     and_,
     bindparam,
     create_engine,
@@ -37,6 +39,7 @@ log = structlog.get_logger()
 CHUNK = 500
 REQUESTS = cast(Table, Request.__table__)
 EVENTS = cast(Table, RequestEvent.__table__)
+_EVENT_INSERT = insert(EVENTS)
 # request_events reason of a finished request whose outcome a client has been told.
 REPORTED = "reported"
 _LATEST = (
@@ -333,18 +336,23 @@ class RequestStore:
         sources = list(from_states)
         # Core statements on a bare connection: an ORM session and its bulk-update
         # bookkeeping cost more than the UPDATE itself, and this runs once per file.
+        params = {"state": to_state.value, "updated_at": now, **(values or {})}
         async with self.engine.begin() as conn:
-            for i in range(0, len(ids), CHUNK):
-                stmt = (
-                    update(REQUESTS)
-                    .where(
-                        _among(REQUESTS.c.id, ids[i : i + CHUNK]),
-                        _among(REQUESTS.c.state, sources),
+            if len(ids) == 1:
+                stmt = _single_transition(tuple(sorted(params)), len(sources))
+                bound = {f"v_{k}": v for k, v in params.items()}
+                bound.update({f"s_{i}": state for i, state in enumerate(sources)}, rid=ids[0])
+                if (await conn.execute(stmt, bound)).rowcount:
+                    moved.append(ids[0])
+            else:
+                for i in range(0, len(ids), CHUNK):
+                    chunk = (
+                        update(REQUESTS)
+                        .where(REQUESTS.c.id.in_(ids[i : i + CHUNK]), REQUESTS.c.state.in_(sources))
+                        .values(**params)
+                        .returning(REQUESTS.c.id)
                     )
-                    .values(state=to_state.value, updated_at=now, **(values or {}))
-                    .returning(REQUESTS.c.id)
-                )
-                moved.extend((await conn.execute(stmt)).scalars().all())
+                    moved.extend((await conn.execute(chunk)).scalars().all())
             await _insert_events(conn, moved, None, to_state, reason)
         if not to_state.is_open:
             self.notifier.finished(moved)
@@ -418,9 +426,16 @@ class RequestStore:
                 await conn.execute(stmt, params[i : i + CHUNK])
 
 
-def _among(column: Any, values: Sequence[Any]) -> Any:
-    """``column = v`` for one value: an IN list is recompiled for every length."""
-    return column == values[0] if len(values) == 1 else column.in_(values)
+@functools.lru_cache(maxsize=64)
+def _single_transition(keys: tuple[str, ...], sources: int) -> Update:
+    """The UPDATE of one request, built once per shape: finishing a file is the hot path,
+    and constructing SQLAlchemy expressions costs more than running them."""
+    states: list[Any] = [bindparam(f"s_{i}") for i in range(sources)]
+    return (
+        update(REQUESTS)
+        .where(REQUESTS.c.id == bindparam("rid"), REQUESTS.c.state.in_(states))
+        .values({k: bindparam(f"v_{k}") for k in keys})
+    )
 
 
 def _new_request(spec: SubmitSpec) -> dict[str, Any]:
@@ -474,8 +489,11 @@ async def _insert_events(
          "reason": reason}
         for i in ids
     ]  # fmt: skip
+    if len(rows) == 1:
+        await conn.execute(_EVENT_INSERT, rows[0])
+        return
     for i in range(0, len(rows), CHUNK):
-        await conn.execute(insert(EVENTS), rows[i : i + CHUNK])
+        await conn.execute(_EVENT_INSERT, rows[i : i + CHUNK])
 
 
 async def _queue_rows(sessions: async_sessionmaker[AsyncSession]) -> list[dict[str, Any]]:
