@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -17,40 +17,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tssd.backends.base import TapeCopy
+from tssd.backends.records import normalize_adler32, to_copy
 from tssd.db.models import ScsiObject, ScsiTape
 from tssd.errors import PermanentBackendError, TransientBackendError
 
 #: Bound parameters per IN list: far below SQLite's and PostgreSQL's limits.
 IN_CHUNK = 500
-
-
-def normalize_adler32(value: str | None) -> str | None:
-    """dCache may drop leading zeros or use upper case; compare canonical forms."""
-    if not value:
-        return None
-    try:
-        return f"{int(value, 16):08x}"
-    except ValueError:
-        return value.strip().lower()
-
-
-def _aware(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes even for timezone-aware columns; they are UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
-def to_copy(obj: ScsiObject) -> TapeCopy:
-    return TapeCopy(
-        pnfsid=obj.pnfsid,
-        bfid=obj.bfid,
-        volume=obj.volume,
-        position=obj.seq,
-        size=obj.size,
-        adler32=obj.adler32,
-        storage_class=obj.storage_class,
-        written_at=_aware(obj.written_at),
-        offset=obj.offset,
-    )
 
 
 def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:

@@ -36,8 +36,9 @@ from tssd.backends.base import (
     WriteItem,
     WriteResult,
 )
+from tssd.backends.records import normalize_adler32
 from tssd.backends.scsi import emulated
-from tssd.backends.scsi.catalog import Catalog, normalize_adler32
+from tssd.backends.scsi.catalog import Catalog
 from tssd.backends.scsi.changer import Changer
 from tssd.backends.scsi.devices import DriveSpec, opener, resolve_drives
 from tssd.backends.scsi.format import MIN_BLOCK_SIZE, ObjectHeader, VolumeLabel

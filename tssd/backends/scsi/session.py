@@ -12,7 +12,8 @@ import dataclasses
 import structlog
 
 from tssd.backends.base import ReadItem, ReadResult, WriteItem, WriteResult
-from tssd.backends.scsi.catalog import Catalog, normalize_adler32
+from tssd.backends.records import normalize_adler32
+from tssd.backends.scsi.catalog import Catalog
 from tssd.backends.scsi.format import ObjectHeader
 from tssd.backends.scsi.objects import read_object, source_adler32, write_object
 from tssd.backends.scsi.tapedev import MediaError, Tape

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, select
@@ -17,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tssd.backends.base import CopyPlacement, TapeCopy
+from tssd.backends.records import as_utc, normalize_adler32, to_copy
 from tssd.db.models import SimObject, SimTape
 from tssd.errors import PermanentBackendError, TransientBackendError
 
@@ -24,7 +25,6 @@ from tssd.errors import PermanentBackendError, TransientBackendError
 IN_CHUNK = 500
 
 #: IBM SP mediaClass of every simulated copy: the library has no disk storage pool.
-MEDIA_TAPE = "tape"
 
 #: IBM SP "communication failure": the catalog database did not answer.
 RC_COMM_FAILURE = -50
@@ -34,36 +34,6 @@ def volume_name(index: int, suffix: str) -> str:
     """Six-character volume serial plus the media suffix (``SIM000L9``)."""
     serial = f"SIM{index:03d}" if index < 1000 else f"S{index:05d}"
     return serial + suffix
-
-
-def normalize_adler32(value: str | None) -> str | None:
-    """dCache may drop leading zeros or use upper case; compare canonical forms."""
-    if value is None:
-        return None
-    try:
-        return f"{int(value, 16):08x}"
-    except ValueError:
-        return value.strip().lower()
-
-
-def _aware(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes even for timezone-aware columns; they are UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
-def to_copy(obj: SimObject) -> TapeCopy:
-    return TapeCopy(
-        pnfsid=obj.pnfsid,
-        bfid=obj.bfid,
-        volume=obj.volume,
-        position=obj.seq,
-        size=obj.size,
-        adler32=obj.adler32,
-        storage_class=obj.storage_class,
-        written_at=_aware(obj.written_at),
-        offset=obj.offset,
-        media=MEDIA_TAPE,
-    )
 
 
 def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
@@ -138,7 +108,7 @@ class Catalog:
         async with self._session() as session:
             result = await session.execute(select(*columns))
             return [
-                CopyPlacement(pnfsid, volume, seq, size, _aware(written_at))
+                CopyPlacement(pnfsid, volume, seq, size, as_utc(written_at))
                 for pnfsid, volume, seq, size, written_at in result
             ]
 

@@ -34,7 +34,8 @@ from tssd.backends.base import (
     WriteItem,
     WriteResult,
 )
-from tssd.backends.sim.catalog import Catalog, check_room, normalize_adler32
+from tssd.backends.records import normalize_adler32
+from tssd.backends.sim.catalog import Catalog, check_room
 from tssd.backends.sim.catalog_csv import export_csv, import_csv
 from tssd.backends.sim.faults import FaultInjector
 from tssd.backends.sim.profiles import Profile, get_profile
