@@ -109,9 +109,9 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--gets", type=int, default=200, help="c:gets")
     parser.add_argument("--delay", type=float, default=1.0, help="p:delay, seconds")
-    parser.add_argument("--scale", type=float, default=0.005, help="sim.time_scale")
+    parser.add_argument("--scale", type=float, default=0.0005, help="sim.time_scale")
     parser.add_argument("--drives", type=int, default=2)
-    parser.add_argument("--hold", type=int, default=3000, help="earlier recalls per drive")
+    parser.add_argument("--hold", type=int, default=1500, help="earlier recalls per drive")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
 

@@ -72,6 +72,9 @@ class ApiSettings:
         default=64 * 1024 * 1024, metadata=_doc("Largest accepted request body (bulk submit).")
     )
     max_bulk: int = field(default=100_000, metadata=_doc("Most requests in one bulk submit."))
+    backlog: int = field(
+        default=2048, metadata=_doc("Listen backlog: connections waiting to be accepted.")
+    )
     max_wait_s: float = field(
         default=60.0, metadata=_doc("Longest a single long-poll wait call is held open.")
     )

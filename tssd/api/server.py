@@ -63,14 +63,15 @@ async def start_listeners(services: Services, stack: AsyncExitStack) -> list[str
     stack.push_async_callback(runner.cleanup)
     sock_path = services.settings.path(api.socket)
     prepare_socket(sock_path)
-    await web.UnixSite(runner, str(sock_path)).start()
+    # Pools poll in bursts (one process per request): a short backlog refuses them.
+    await web.UnixSite(runner, str(sock_path), backlog=api.backlog).start()
     stack.callback(_unlink, sock_path)
     os.chmod(sock_path, api.socket_mode)
     _chgrp(sock_path, api.socket_group)
     addresses.append(f"unix:{sock_path}")
     if api.tcp:
         host, port = split_hostport(api.tcp, "api.tcp")
-        await web.TCPSite(runner, host, port).start()
+        await web.TCPSite(runner, host, port, backlog=api.backlog).start()
         addresses.append(f"http://{host}:{port}")
     if api.metrics_tcp:
         host, port = split_hostport(api.metrics_tcp, "api.metrics_tcp")

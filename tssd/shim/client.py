@@ -14,6 +14,7 @@ from __future__ import annotations
 import _json
 import _socket
 import os
+import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ class Client:
             sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             sock.settimeout(timeout)
-            sock.connect(address)
+            _connect_waiting(sock, address, timeout)
         except BaseException:
             sock.close()
             raise
@@ -217,6 +218,24 @@ class Client:
             error = {"type": exc.type, "message": exc.message, "exit_code": exc.exit_code}
             raise ApiError(exc.status, {"error": error}) from exc
         return answer
+
+
+def _connect_waiting(sock: _socket.socket, address: Any, timeout: float) -> None:
+    """Connect; wait while tssd's listen backlog is full instead of failing.
+
+    A socket with a timeout is non-blocking underneath, and a Unix socket whose backlog is
+    full then refuses at once with EAGAIN, where a blocking connect would wait: hundreds of
+    pool calls arriving together must queue, not fail with exit 1.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            sock.connect(address)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.002)
 
 
 def _split_hostport(hostport: str) -> tuple[str, int]:
