@@ -112,6 +112,13 @@ class FileSink:
         except OSError as exc:
             log.warning("files.abort_failed", path=str(self.temp_path), error=str(exc))
 
+    async def retract(self) -> None:
+        """Remove the delivered file of a request cancelled while it was being read."""
+        try:
+            await asyncio.to_thread(self.path.unlink, missing_ok=True)
+        except OSError as exc:
+            log.warning("files.retract_failed", path=str(self.path), error=str(exc))
+
     def _abort_sync(self) -> None:
         fh, self._fh = self._fh, None
         if fh is not None:
@@ -203,6 +210,9 @@ class CountingSink:
     async def commit(self) -> tuple[int, str]:
         self.committed = True
         return self.nbytes, adler32_hex(self._adler)
+
+    async def retract(self) -> None:
+        self.nbytes = 0
 
     async def abort(self) -> None:
         self.aborted = True

@@ -154,3 +154,13 @@ async def test_counting_sink() -> None:
     assert await sink.commit() == (6, adler(b"abcdef"))
     await sink.abort()
     assert sink.nbytes == 0
+
+
+async def test_retract_removes_the_delivered_file(tmp_path: Path) -> None:
+    sink = FileSink(tmp_path / "f")
+    await sink.write(b"data")
+    await sink.commit()
+    assert (tmp_path / "f").exists()
+    await sink.retract()
+    assert not (tmp_path / "f").exists()
+    await sink.retract()  # nothing left: still fine

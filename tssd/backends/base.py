@@ -83,6 +83,12 @@ class Sink(Protocol):
     async def abort(self) -> None:
         """Discard what was written; leaves nothing half-written behind."""
 
+    async def retract(self) -> None:
+        """Remove what :meth:`commit` made visible: its request was cancelled meanwhile.
+
+        Called by tssd, never by a backend. Never raises.
+        """
+
 
 class Source(Protocol):
     """Where bytes to migrate come from."""

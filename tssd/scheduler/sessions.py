@@ -163,6 +163,10 @@ class SessionRunner:
         ):
             self._observe(request, "done")
             log.info("request.done", kind="recall", bytes=result.nbytes, **fields)
+        else:
+            # Cancelled while on tape: take back the file nobody waits for any more.
+            await result.item.sink.retract()
+            log.info("recall.retracted", **fields)
 
     # -- migrate ----------------------------------------------------------------------
 
