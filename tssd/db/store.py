@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -32,6 +32,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from tssd.db.models import OPEN_STATES, Kind, QueueRow, Request, RequestEvent, State, utcnow
+from tssd.db.notifier import Notifier
 from tssd.errors import Conflict, NotFound
 from tssd.submit import SubmitSpec
 
@@ -65,37 +66,6 @@ class ListFilter:
     pnfsid: str | None = None
     limit: int = 100
     after: int | None = None
-
-
-class Notifier:
-    """Wakes waiters when requests finish (in this process; others are polled)."""
-
-    def __init__(self) -> None:
-        self._waiters: dict[int, set[asyncio.Event]] = {}
-        self.work = asyncio.Event()
-        #: Kinds of requests submitted since the scheduler last looked.
-        self.kinds: set[str] = set()
-        #: Called with the ids of requests that just finished (simulation bookkeeping).
-        self.listeners: list[Callable[[Sequence[int]], None]] = []
-
-    def watch(self, request_id: int) -> asyncio.Event:
-        event = asyncio.Event()
-        self._waiters.setdefault(request_id, set()).add(event)
-        return event
-
-    def unwatch(self, request_id: int, event: asyncio.Event) -> None:
-        events = self._waiters.get(request_id)
-        if events is not None:
-            events.discard(event)
-            if not events:
-                del self._waiters[request_id]
-
-    def finished(self, ids: Sequence[int]) -> None:
-        for listener in self.listeners:
-            listener(ids)
-        for request_id in ids:
-            for event in self._waiters.get(request_id, ()):
-                event.set()
 
 
 class RequestStore:

@@ -1,0 +1,40 @@
+"""In-process wake-ups: waiters on a request, the scheduler's work signal, listeners.
+
+Other tssd instances sharing the database are not notified; waiters also poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+
+class Notifier:
+    """Wakes waiters when requests finish (in this process; others are polled)."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[int, set[asyncio.Event]] = {}
+        self.work = asyncio.Event()
+        #: Kinds of requests submitted since the scheduler last looked.
+        self.kinds: set[str] = set()
+        #: Called with the ids of requests that just finished (simulation bookkeeping).
+        self.listeners: list[Callable[[Sequence[int]], None]] = []
+
+    def watch(self, request_id: int) -> asyncio.Event:
+        event = asyncio.Event()
+        self._waiters.setdefault(request_id, set()).add(event)
+        return event
+
+    def unwatch(self, request_id: int, event: asyncio.Event) -> None:
+        events = self._waiters.get(request_id)
+        if events is not None:
+            events.discard(event)
+            if not events:
+                del self._waiters[request_id]
+
+    def finished(self, ids: Sequence[int]) -> None:
+        for listener in self.listeners:
+            listener(ids)
+        for request_id in ids:
+            for event in self._waiters.get(request_id, ()):
+                event.set()
