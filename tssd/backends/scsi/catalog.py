@@ -7,27 +7,17 @@ tape does not hold. Database errors become :class:`~tssd.errors.TransientBackend
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import delete, select
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy import select
 
 from tssd.backends.base import TapeCopy
-from tssd.backends.records import normalize_adler32, to_copy
+from tssd.backends.records import ObjectCatalog, to_copy
 from tssd.db.models import ScsiObject, ScsiTape
-from tssd.errors import PermanentBackendError, TransientBackendError
+from tssd.errors import PermanentBackendError
 
 #: Bound parameters per IN list: far below SQLite's and PostgreSQL's limits.
-IN_CHUNK = 500
-
-
-def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _usable(tape: ScsiTape, present: set[str]) -> bool:
@@ -57,17 +47,9 @@ def choose(tapes: Sequence[ScsiTape], storage_class: str, size: int) -> ScsiTape
     return rest[0] if rest else None
 
 
-class Catalog:
-    def __init__(self, sessions: async_sessionmaker[Any]) -> None:
-        self._sessions = sessions
-
-    @asynccontextmanager
-    async def _session(self) -> AsyncIterator[AsyncSession]:
-        try:
-            async with self._sessions() as session:
-                yield session
-        except SQLAlchemyError as exc:
-            raise TransientBackendError(f"SCSI library catalog unavailable: {exc}") from exc
+class Catalog(ObjectCatalog):
+    model = ScsiObject
+    unavailable = "SCSI library catalog unavailable"
 
     async def ensure_tapes(self, volumes: Iterable[str], capacity: int, block_size: int) -> int:
         """Add the cartridges the catalog does not know yet; return how many were new."""
@@ -94,35 +76,6 @@ class Catalog:
     async def tape(self, volume: str) -> ScsiTape | None:
         async with self._session() as session:
             return await session.get(ScsiTape, volume)
-
-    async def object(self, bfid: str) -> ScsiObject | None:
-        async with self._session() as session:
-            return await session.get(ScsiObject, bfid)
-
-    async def copies(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
-        found: dict[str, list[TapeCopy]] = {}
-        unique = list(dict.fromkeys(pnfsids))
-        async with self._session() as session:
-            for chunk in _chunks(unique, IN_CHUNK):
-                rows = await session.scalars(
-                    select(ScsiObject)
-                    .where(ScsiObject.pnfsid.in_(chunk))
-                    .order_by(ScsiObject.written_at, ScsiObject.bfid)
-                )
-                for obj in rows:
-                    found.setdefault(obj.pnfsid, []).append(to_copy(obj))
-        return found
-
-    async def find_copy(self, pnfsid: str, size: int, adler32: str) -> TapeCopy | None:
-        """An existing copy with these bytes: what makes migration idempotent."""
-        async with self._session() as session:
-            rows = await session.scalars(
-                select(ScsiObject).where(ScsiObject.pnfsid == pnfsid, ScsiObject.size == size)
-            )
-            for obj in rows:
-                if normalize_adler32(obj.adler32) == adler32:
-                    return to_copy(obj)
-        return None
 
     async def allocate(self, storage_class: str, size: int, present: set[str]) -> str:
         async with self._session() as session, session.begin():
@@ -187,8 +140,3 @@ class Catalog:
                 tape.full, tape.reason = True, reason
                 if disable:
                     tape.state = "disabled"
-
-    async def delete(self, bfid: str) -> bool:
-        async with self._session() as session, session.begin():
-            result = await session.execute(delete(ScsiObject).where(ScsiObject.bfid == bfid))
-            return bool(getattr(result, "rowcount", 0))

@@ -7,22 +7,16 @@ it cannot reach.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import delete, func, select
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy import func, select
 
 from tssd.backends.base import CopyPlacement, TapeCopy
-from tssd.backends.records import as_utc, normalize_adler32, to_copy
+from tssd.backends.records import ObjectCatalog, as_utc, to_copy
 from tssd.db.models import SimObject, SimTape
 from tssd.errors import PermanentBackendError, TransientBackendError
 
 #: Bound parameters per IN list: far below SQLite's and PostgreSQL's limits.
-IN_CHUNK = 500
 
 #: IBM SP mediaClass of every simulated copy: the library has no disk storage pool.
 
@@ -36,24 +30,10 @@ def volume_name(index: int, suffix: str) -> str:
     return serial + suffix
 
 
-def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-class Catalog:
-    def __init__(self, sessions: async_sessionmaker[Any]) -> None:
-        self._sessions = sessions
-
-    @asynccontextmanager
-    async def _session(self) -> AsyncIterator[AsyncSession]:
-        try:
-            async with self._sessions() as session:
-                yield session
-        except SQLAlchemyError as exc:
-            raise TransientBackendError(
-                f"simulated catalog unavailable: {exc}", code=RC_COMM_FAILURE
-            ) from exc
+class Catalog(ObjectCatalog):
+    model = SimObject
+    unavailable = "simulated catalog unavailable"
+    error_code = RC_COMM_FAILURE
 
     async def ensure_tapes(self, count: int, capacity: int, suffix: str) -> int:
         """Create *count* scratch cartridges unless the library has some; return how many."""
@@ -70,33 +50,6 @@ class Catalog:
         async with self._session() as session:
             return await session.get(SimTape, volume)
 
-    async def object(self, bfid: str) -> SimObject | None:
-        async with self._session() as session:
-            return await session.get(SimObject, bfid)
-
-    async def objects(self, bfids: Sequence[str]) -> dict[str, SimObject]:
-        """The objects among *bfids* that exist, by bfid (one query per chunk)."""
-        found: dict[str, SimObject] = {}
-        async with self._session() as session:
-            for chunk in _chunks(list(dict.fromkeys(bfids)), IN_CHUNK):
-                rows = await session.scalars(select(SimObject).where(SimObject.bfid.in_(chunk)))
-                found.update((obj.bfid, obj) for obj in rows)
-        return found
-
-    async def copies(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
-        found: dict[str, list[TapeCopy]] = {}
-        unique = list(dict.fromkeys(pnfsids))
-        async with self._session() as session:
-            for chunk in _chunks(unique, IN_CHUNK):
-                rows = await session.scalars(
-                    select(SimObject)
-                    .where(SimObject.pnfsid.in_(chunk))
-                    .order_by(SimObject.written_at, SimObject.bfid)
-                )
-                for obj in rows:
-                    found.setdefault(obj.pnfsid, []).append(to_copy(obj))
-        return found
-
     async def placements(self) -> list[CopyPlacement]:
         columns = (
             SimObject.pnfsid,
@@ -111,17 +64,6 @@ class Catalog:
                 CopyPlacement(pnfsid, volume, seq, size, as_utc(written_at))
                 for pnfsid, volume, seq, size, written_at in result
             ]
-
-    async def find_copy(self, pnfsid: str, size: int, adler32: str) -> TapeCopy | None:
-        """An existing copy with these bytes: what makes migration idempotent."""
-        async with self._session() as session:
-            rows = await session.scalars(
-                select(SimObject).where(SimObject.pnfsid == pnfsid, SimObject.size == size)
-            )
-            for obj in rows:
-                if normalize_adler32(obj.adler32) == adler32:
-                    return to_copy(obj)
-        return None
 
     async def allocate(self, storage_class: str, size: int) -> str:
         """A filling tape of *storage_class* with room, else a scratch tape assigned to it."""
@@ -190,11 +132,6 @@ class Catalog:
             tape.used += size
             tape.full = tape.used >= tape.capacity
             return to_copy(obj)
-
-    async def delete(self, bfid: str) -> bool:
-        async with self._session() as session, session.begin():
-            result = await session.execute(delete(SimObject).where(SimObject.bfid == bfid))
-            return bool(getattr(result, "rowcount", 0))
 
 
 def check_room(tape: SimTape, storage_class: str, size: int) -> None:
