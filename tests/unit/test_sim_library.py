@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +17,11 @@ from tssd.backends.factory import create_backend
 from tssd.backends.sim import SimLibrary, get_profile
 from tssd.clock import RealClock
 from tssd.config import BackendSettings, Settings, SimSettings
-from tssd.db.engine import create_engine, session_factory
-from tssd.db.models import Base, SimObject, SimTape
+from tssd.db.models import SimObject, SimTape
 from tssd.errors import ChecksumMismatch, ConfigError, PermanentBackendError, TransientBackendError
 from tssd.files import CountingSink, FileSource
 
 SC = "atlas:tape"
-
-
-@pytest.fixture
-async def sessions(tmp_path: Path) -> AsyncIterator[async_sessionmaker[Any]]:
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'tssd.db'}")
-    try:
-        async with engine.begin() as conn:
-            await conn.run_sync(Base.metadata.create_all)
-        yield session_factory(engine)
-    finally:
-        await engine.dispose()
 
 
 def make_library(sessions: async_sessionmaker[Any], tmp_path: Path, **overrides: Any) -> SimLibrary:

@@ -9,7 +9,6 @@ import io
 import itertools
 import random
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,6 @@ from tssd.backends.sim.catalog_csv import import_csv
 from tssd.backends.sim.faults import PERMANENT_CODES, TRANSIENT_CODES, FaultInjector
 from tssd.clock import RealClock
 from tssd.config import SimSettings
-from tssd.db.engine import create_engine, session_factory
-from tssd.db.models import Base
 from tssd.errors import (
     ConfigError,
     ObjectNotFound,
@@ -36,17 +33,6 @@ from tssd.retry import Retrier, RetryPolicy
 
 GB = 10**9
 HEADER = "pnfsid,volume,seq,size,storage_class,written_at\n"
-
-
-@pytest.fixture
-async def sessions(tmp_path: Path) -> AsyncIterator[async_sessionmaker[Any]]:
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'tssd.db'}")
-    try:
-        async with engine.begin() as conn:
-            await conn.run_sync(Base.metadata.create_all)
-        yield session_factory(engine)
-    finally:
-        await engine.dispose()
 
 
 def make_library(sessions: async_sessionmaker[Any], tmp_path: Path, **overrides: Any) -> SimLibrary:
