@@ -49,8 +49,12 @@ STORES = ["atlas", "cms", "lhcb", "alice"]
 class Pool:
     """The pool's stage scheduler: c:gets slots, p:delay between calls of one stage."""
 
-    def __init__(self, tssd: Tssd, files: list[File], dest: Path, mode: str, delay: float):
+    def __init__(
+        self, tssd: Tssd, files: list[File], dest: Path, mode: str, delay: float, nice: int
+    ) -> None:
         self.tssd, self.dest, self.mode, self.delay = tssd, dest, mode, delay
+        # The pool is another host: on this one its scripts must not starve tssd.
+        self.prefix = ["nice", "-n", str(nice)] if nice else []
         self.ready: list[tuple[float, int, File]] = [(0.0, i, f) for i, f in enumerate(files)]
         heapq.heapify(self.ready)
         self.lock = threading.Condition()
@@ -60,7 +64,7 @@ class Pool:
         self.call_s: list[float] = []
 
     def argv(self, f: File) -> list[str]:
-        args = [str(BIN / "tss-hsm-fast"), "get", f.pnfsid, str(self.dest / f.pnfsid),
+        args = [*self.prefix, str(BIN / "tss-hsm-fast"), "get", f.pnfsid, str(self.dest / f.pnfsid),
                 f"-si={f.storage_info()}", f"-uri={f.uri}", f"-tssd={self.tssd.socket}",
                 f"-queue={QUEUE}", "-hsmInstance=osm", "-debug"]  # fmt: skip
         return [*args, "-mode=poll"] if self.mode == "poll" else args
@@ -93,13 +97,18 @@ class Pool:
                 self.lock.notify_all()
 
 
-def sample(tssd: Tssd, stop: threading.Event, seen: list[tuple[float, int]]) -> None:
-    start = time.monotonic()
+def sample(tssd: Tssd, pool: Pool, stop: threading.Event, seen: list[tuple[float, int]]) -> None:
+    start = last = time.monotonic()
     while not stop.is_set():
         try:
             seen.append((time.monotonic() - start, tssd.queue_pending(QUEUE)))
         except WireError as exc:  # a missed sample is no reason to stop the benchmark
             progress(f"sample failed: {exc}")
+        if seen and time.monotonic() - last > 30:
+            last = time.monotonic()
+            peak = max(n for _, n in seen)
+            progress(f"pending in tssd {seen[-1][1]} (peak {peak}); stages left {pool.left}; "
+                     f"calls {pool.calls}; failures {pool.failures}")  # fmt: skip
         stop.wait(0.25)
 
 
@@ -113,6 +122,7 @@ def main() -> None:
     parser.add_argument("--drives", type=int, default=2)
     parser.add_argument("--hold", type=int, default=1500, help="earlier recalls per drive")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument("--nice", type=int, default=10, help="niceness of the pool's scripts")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="tssd-dcache-"))
@@ -145,9 +155,9 @@ def run(args: argparse.Namespace, work: Path, tssd: Tssd) -> dict[str, Any]:
     bulk_recall(tssd, hold, work / "hold-dst", "hold")
     dest = work / "pool"
     dest.mkdir()
-    pool = Pool(tssd, campaign, dest, args.mode, args.delay)
+    pool = Pool(tssd, campaign, dest, args.mode, args.delay, args.nice)
     stop, seen = threading.Event(), []
-    sampler = threading.Thread(target=sample, args=(tssd, stop, seen), daemon=True)
+    sampler = threading.Thread(target=sample, args=(tssd, pool, stop, seen), daemon=True)
     sampler.start()
     started = time.monotonic()
     workers = [threading.Thread(target=pool.worker) for _ in range(args.gets)]
@@ -169,6 +179,7 @@ def run(args: argparse.Namespace, work: Path, tssd: Tssd) -> dict[str, Any]:
         "time_scale": args.scale,
         "drives": args.drives,
         "hold_recalls": len(hold),
+        "nice": args.nice,
         "max_pending_in_tssd": peak,
         "max_pending_at_s": round(peak_at, 1),
         "makespan_s": round(makespan, 1),

@@ -21,7 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tssd.api.server import start_listeners
 from tssd.backends.base import Sink, Source
 from tssd.backends.factory import create_backend
+from tssd.backpressure import Backpressure
 from tssd.clock import Clock, RealClock
+from tssd.cluster.node import cluster_node
 from tssd.config import Settings
 from tssd.db.engine import create_engine, is_postgres, session_factory
 from tssd.db.models import Request
@@ -29,7 +31,9 @@ from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
 from tssd.endit.service import endit_intake
 from tssd.files import FileSink, FileSource
+from tssd.health import Health
 from tssd.metrics import Metrics
+from tssd.metrics_db import database_gauges
 from tssd.retry import Retrier, RetryPolicy
 from tssd.scheduler.core import Scheduler
 from tssd.scheduler.drives import DriveManager
@@ -57,6 +61,8 @@ class Wiring:
     sink_for: SinkFactory = file_sink
     source_for: SourceFactory = file_source
     policy: Policy = field(default_factory=lambda: get_policy("tssd"))
+    #: Drive/tape health bookkeeping and disk backpressure (off in simulations).
+    guards: bool = False
 
 
 @asynccontextmanager
@@ -79,20 +85,47 @@ async def build_services(
         b = settings.backend
         retrier = Retrier(RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s), metrics, clock)
         store = RequestStore(sessions, postgres=is_postgres(engine))
+        store.polls.ttl_s = settings.api.poll_cache_s
         drives = DriveManager(backend, sessions, retrier, metrics, clock)
+        # Joins the instances sharing the database before the scheduler requeues its own.
+        node = await stack.enter_async_context(cluster_node(settings.cluster, store, backend))
+        drives.claims = node.claims
         runner = SessionRunner(
             store, backend, drives, retrier, metrics, sink_for=wiring.sink_for,
             source_for=wiring.source_for, chunk=settings.scheduler.recall_chunk,
             policy=wiring.policy,
         )  # fmt: skip
+        if wiring.guards:
+            attach_guards(settings, runner, drives, metrics, store)
         intake = Intake(store, backend, retrier, wiring.policy)
         scheduler = Scheduler(
             settings.scheduler, store, drives, intake, runner, metrics, wiring.policy
         )
+        node.on_changes = scheduler.resync_soon
         yield Services(
             settings=settings, store=store, backend=backend, metrics=metrics,
-            drives=drives, scheduler=scheduler, database=engine.dialect.name,
+            drives=drives, scheduler=scheduler, database=engine.dialect.name, cluster=node,
         )  # fmt: skip
+
+
+def attach_guards(
+    settings: Settings,
+    runner: SessionRunner,
+    drives: DriveManager,
+    metrics: Metrics,
+    store: RequestStore,
+) -> None:
+    """Hook the reliability guards (tssd/health.py, tssd/backpressure.py) into the sessions."""
+    h, bp = settings.health, settings.backpressure
+    health = Health(
+        drives.sessions, metrics, drive_max_failures=h.drive_max_failures,
+        tape_suspect_drives=h.tape_suspect_drives, on_drive_disabled=drives.update_gauge,
+    )  # fmt: skip
+    runner.health = drives.health = health
+    runner.backpressure = Backpressure(
+        min_free_bytes=bp.min_free_bytes, min_free_percent=bp.min_free_percent,
+        recheck_s=bp.recheck_s, metrics=metrics, on_release=store.notifier.work.set,
+    )  # fmt: skip
 
 
 @asynccontextmanager
@@ -117,7 +150,8 @@ async def serve(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with build_services(settings) as services, AsyncExitStack() as listeners:
+    wiring = Wiring(guards=True)
+    async with build_services(settings, wiring) as services, AsyncExitStack() as listeners:
         await services.scheduler.start()
         addresses = await start_listeners(services, listeners)
         task = asyncio.create_task(services.scheduler.run(), name="scheduler")
@@ -126,6 +160,7 @@ async def serve(settings: Settings) -> None:
         await intakes.enter_async_context(
             endit_intake(settings, services.store, services.backend, services.metrics)
         )
+        await intakes.enter_async_context(database_gauges(services))
         log.info(
             "daemon.ready",
             listen=addresses,

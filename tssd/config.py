@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import textwrap
 import tomllib
 import types
 import typing
@@ -78,6 +79,31 @@ class ApiSettings:
     max_wait_s: float = field(
         default=60.0, metadata=_doc("Longest a single long-poll wait call is held open.")
     )
+    token_file: str = field(
+        default="",
+        metadata=_doc(
+            "File holding the bearer token every mutating call over TCP must present "
+            "('Authorization: Bearer TOKEN'). Required when api.tcp is set; the Unix socket "
+            "is guarded by its permissions instead."
+        ),
+    )
+    pool_roots: str = field(
+        default="",
+        metadata=_doc(
+            "Comma-separated directories that recall destinations and migrate sources must "
+            "lie in (after resolving symlinks and '..'); empty = no restriction, with a "
+            "warning at start-up."
+        ),
+    )
+    poll_cache_s: float = field(
+        default=600.0,
+        metadata=_doc(
+            "tss-hsm's calls for open requests are answered from memory, each entry "
+            "re-read from the database after this long: with several tssd instances on one "
+            "database, a request another instance finished is seen this late at most. "
+            "0 = always read the database."
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -101,6 +127,13 @@ class SimSettings:
         default="{home}/sim", metadata=_doc("Where the simulated library keeps object bytes.")
     )
     drives: int = field(default=4, metadata=_doc("Number of simulated drives."))
+    drive_prefix: str = field(
+        default="drive",
+        metadata=_doc(
+            "Simulated drives are named PREFIX0, PREFIX1, ...: give every tssd instance "
+            "sharing one database its own prefix (drive names are unique across instances)."
+        ),
+    )
     tapes: int = field(
         default=40, metadata=_doc("Number of cartridges the library holds (created empty).")
     )
@@ -230,6 +263,77 @@ class SchedulerSettings:
         metadata=_doc("On SIGTERM, how long work in flight may run before it is cancelled."),
     )
     default_queue: str = field(default="default", metadata=_doc("Queue of requests naming none."))
+    max_wait_s: float = field(
+        default=86400.0,
+        metadata=_doc(
+            "Aging bound: a tape whose oldest recall waited this long goes before every "
+            "other choice (priority, efficiency), oldest first."
+        ),
+    )
+    age_weight: float = field(
+        default=1.0,
+        metadata=_doc(
+            "How much waiting adds to a tape's value: at max_wait_s a request counts "
+            "1 + age_weight times its bytes."
+        ),
+    )
+    fill_wait_s: float = field(
+        default=0.0,
+        metadata=_doc(
+            "A tape with less than fill_bytes and fill_files queued (and no priority above "
+            "0) is not mounted until its oldest recall waited this long (0 = off)."
+        ),
+    )
+    fill_bytes: int = field(
+        default=20 * 10**9, metadata=_doc("Queued bytes that make a tape worth a mount at once.")
+    )
+    fill_files: int = field(
+        default=50, metadata=_doc("Queued files that make a tape worth a mount at once.")
+    )
+    mount_budget_per_day: int = field(
+        default=96,
+        metadata=_doc(
+            "Mounts of one tape in any 24 hours beyond which it waits (wear: about 20,000 "
+            "rated mounts per cartridge); 0 = no limit."
+        ),
+    )
+    priority_weight: float = field(
+        default=1.0,
+        metadata=_doc(
+            "Priorities are strict classes: a tape holding a request of higher effective "
+            "priority (request + queue priority) goes first. 0 = ignore priorities."
+        ),
+    )
+    preempt_after_s: float = field(
+        default=900.0,
+        metadata=_doc(
+            "When a higher-priority recall has waited this long with every drive busy, the "
+            "lowest-priority running session yields its drive after the file it is reading "
+            "(negative = never preempt)."
+        ),
+    )
+    write_share: float = field(
+        default=0.5,
+        metadata=_doc(
+            "Largest fraction of the drives migrations may hold while recalls wait "
+            "(recalls get the rest; either may use every drive when the other is idle)."
+        ),
+    )
+    rao: str = field(
+        default="auto",
+        metadata=_doc(
+            "Order of reads within a mount: 'auto' = the cheaper of position order and "
+            "software RAO (nearest next file on the drive's serpentine locate model), "
+            "'on' = always RAO, 'off' = position order."
+        ),
+    )
+    resync_s: float = field(
+        default=600.0,
+        metadata=_doc(
+            "Reload the in-memory per-tape queue index from the database at least this "
+            "often (changes made by others: retries, other instances)."
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -296,6 +400,72 @@ class EnditSettings:
 
 
 @dataclass(frozen=True)
+class ClusterSettings:
+    """Several tssd instances (tape servers) sharing one PostgreSQL database."""
+
+    enabled: bool = field(
+        default=True,
+        metadata=_doc(
+            "Register this instance, renew its heartbeat and reap dead instances' leases. "
+            "Takes effect on PostgreSQL only; with SQLite tssd is always a single instance."
+        ),
+    )
+    instance: str = field(
+        default="",
+        metadata=_doc("Id of this instance, unique among those sharing a database; '' = hostname."),
+    )
+    heartbeat_s: float = field(
+        default=5.0, metadata=_doc("How often the instance renews its heartbeat (seconds).")
+    )
+    lease_s: float = field(
+        default=90.0,
+        metadata=_doc(
+            "An instance whose heartbeat is older than this is dead: its active requests "
+            "return to the queue and its drives' tapes are released. An instance that could "
+            "not renew for 2/3 of it exits (status 75). At least 3 heartbeats; longer than "
+            "a database failover (docs/scaling.md)."
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class HealthSettings:
+    """Faulty drives and tapes (tssd/health.py)."""
+
+    drive_max_failures: int = field(
+        default=5,
+        metadata=_doc(
+            "Take a drive out of service (drives.enabled = false) after this many failed "
+            "operations in a row; 0 = never."
+        ),
+    )
+    tape_suspect_drives: int = field(
+        default=3,
+        metadata=_doc(
+            "Mark a tape suspect (tapes.state = 'suspect') when it failed on this many "
+            "different drives without a success in between; 0 = never."
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class BackpressureSettings:
+    """Recalls wait while their destination file system is nearly full (tssd/backpressure.py)."""
+
+    min_free_bytes: int = field(
+        default=0,
+        metadata=_doc("Hold recalls to a file system with fewer free bytes than this."),
+    )
+    min_free_percent: float = field(
+        default=2.0,
+        metadata=_doc("... or with less than this percentage of it free; 0 = no check."),
+    )
+    recheck_s: float = field(
+        default=10.0, metadata=_doc("How often a full file system is looked at again.")
+    )
+
+
+@dataclass(frozen=True)
 class LogSettings:
     level: str = field(default="info", metadata=_doc("debug, info, warning or error."))
     format: str = field(
@@ -316,6 +486,9 @@ class Settings:
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     log: LogSettings = field(default_factory=LogSettings)
     endit: EnditSettings = field(default_factory=EnditSettings)
+    health: HealthSettings = field(default_factory=HealthSettings)
+    backpressure: BackpressureSettings = field(default_factory=BackpressureSettings)
+    cluster: ClusterSettings = field(default_factory=ClusterSettings)
 
     @property
     def home_path(self) -> Path:
@@ -409,8 +582,8 @@ def load_settings(
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
     origin: Origin = {}
-    home = _coerce(data.pop("home", DEFAULT_HOME), str, "home")
     origin["home"] = "file" if path and "home" in data else "default"
+    home = _coerce(data.pop("home", DEFAULT_HOME), str, "home")
     if "TSSD_HOME" in env:
         home, origin["home"] = env["TSSD_HOME"], "env"
     sections: dict[str, Any] = {}
@@ -474,6 +647,29 @@ def to_toml(settings: Settings, origin: Origin | None = None) -> str:
         lines.append(f"# {doc} ({src})")
         lines.append(f"{name or key} = {_toml_value(value)}")
     return "\n".join(lines).lstrip() + "\n"
+
+
+SAMPLE_HEADER = """\
+# tssd configuration (TSSD_CONFIG or tssd --config PATH): every setting, commented out at
+# its default. Uncomment what you change; TSSD_<SECTION>_<KEY> environment variables
+# override this file. Generated by: tssd config --sample > deploy/tssd.toml
+"""
+
+
+def sample_toml() -> str:
+    """Every setting with its documentation, commented out at its default (``--sample``)."""
+    lines = [SAMPLE_HEADER.rstrip("\n")]
+    current = ""
+    for key, value, _, doc in describe(Settings()):
+        section, _, name = key.rpartition(".")
+        if section != current:
+            lines.append(f"\n[{section}]")
+            current = section
+        else:
+            lines.append("")
+        lines.extend(f"# {line}" for line in textwrap.wrap(doc, 86))
+        lines.append(f"# {name or key} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n"
 
 
 def _toml_value(value: Any) -> str:

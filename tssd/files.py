@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import os
 import zlib
 from collections.abc import AsyncIterator
@@ -17,7 +18,7 @@ from typing import BinaryIO
 
 import structlog
 
-from tssd.errors import DestinationUnwritable, NoSpace, SourceUnreadable
+from tssd.errors import DestinationUnwritable, InvalidRequest, NoSpace, SourceUnreadable
 
 CHUNK_SIZE = 1024 * 1024
 TEMP_SUFFIX = ".tssd-part"
@@ -218,3 +219,34 @@ class CountingSink:
         self.aborted = True
         self.nbytes = 0
         self._adler = zlib.adler32(b"")
+
+
+class PoolRoots:
+    """The directories recall destinations and migrate sources must lie in (api.pool_roots).
+
+    A path is judged by where it really leads: ``..`` and symlinks (of the directories and
+    of the file itself, if it exists) are resolved first, so neither leads out of a root.
+    No roots means no restriction.
+    """
+
+    def __init__(self, roots: tuple[str, ...]) -> None:
+        self.roots = tuple(os.path.realpath(r) for r in roots)
+
+    @staticmethod
+    @functools.lru_cache(maxsize=8)
+    def from_setting(text: str) -> PoolRoots:
+        """The roots of a comma-separated ``api.pool_roots`` value."""
+        return PoolRoots(tuple(r.strip() for r in text.split(",") if r.strip()))
+
+    def contains(self, path: str) -> bool:
+        if not self.roots:
+            return True
+        real = os.path.realpath(path)
+        return any(real == root or real.startswith(root.rstrip("/") + "/") for root in self.roots)
+
+    def check(self, path: str | None, what: str) -> None:
+        """Refuse *path* (raise :class:`InvalidRequest`) unless it lies inside a root."""
+        if path is None or self.contains(path):
+            return
+        log.warning("api.path_refused", path=path, what=what, roots=list(self.roots))
+        raise InvalidRequest(f"{what} {path} is not inside a configured pool root (api.pool_roots)")

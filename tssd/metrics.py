@@ -28,63 +28,128 @@ class Metrics:
         r = self.registry
         self.requests_total = Counter(
             "tssd_requests",
-            "Requests finished, by outcome.",
+            "Requests finished, by kind, queue and outcome (done, failed, cancelled).",
             ["kind", "queue", "outcome"],
             registry=r,
         )
         self.requests_pending = Gauge(
-            "tssd_requests_pending", "Requests queued or active.", ["kind", "queue"], registry=r
+            "tssd_requests_pending", "Requests queued or active now.", ["kind", "queue"], registry=r
         )
         self.request_duration = Histogram(
             "tssd_request_duration_seconds",
-            "Time from submission to completion.",
+            "Seconds from submission to the end of a request.",
             ["kind", "queue"],
             buckets=_SECONDS,
             registry=r,
         )
-        self.mounts_total = Counter("tssd_mounts", "Tape mounts performed.", registry=r)
+        self.mounts_total = Counter(
+            "tssd_mounts", "Tape mounts started (robot exchange and load).", registry=r
+        )
         self.mount_seconds = Histogram(
             "tssd_mount_seconds",
-            "Robot exchange plus load until the tape is ready.",
+            "Seconds per mount from the mount request until the tape is ready (robot + load).",
             buckets=_MOUNT_SECONDS,
             registry=r,
         )
         self.mount_session_seconds = Histogram(
             "tssd_mount_session_seconds",
-            "Time from mount to dismount.",
+            "Seconds per mount from the mount request to the end of the dismount.",
             buckets=_SESSION_SECONDS,
             registry=r,
         )
         self.mount_files = Histogram(
-            "tssd_mount_files", "Files transferred per mount.", buckets=_FILES, registry=r
+            "tssd_mount_files",
+            "Files read or written per mount, observed at dismount.",
+            buckets=_FILES,
+            registry=r,
         )
         self.mount_bytes = Histogram(
-            "tssd_mount_bytes", "Bytes transferred per mount.", buckets=_BYTES, registry=r
+            "tssd_mount_bytes",
+            "Bytes read or written per mount, observed at dismount.",
+            buckets=_BYTES,
+            registry=r,
         )
         self.mount_efficiency = Histogram(
             "tssd_mount_efficiency",
-            "Per mount: time transferring divided by time the tape was held mounted.",
+            "Per mount, 0..1: seconds transferring divided by seconds the tape was held.",
             buckets=_RATIO,
             registry=r,
         )
         self.locate_seconds = Histogram(
             "tssd_locate_seconds",
-            "Time positioning the tape before a file.",
+            "Seconds positioning the tape before a file.",
             buckets=_LOCATE,
             registry=r,
         )
         self.transfer_bytes_total = Counter(
-            "tssd_transfer_bytes", "Bytes moved between tape and disk.", ["kind"], registry=r
+            "tssd_transfer_bytes",
+            "Bytes moved between tape and disk, by kind (recall, migrate).",
+            ["kind"],
+            registry=r,
         )
         self.backend_errors_total = Counter(
-            "tssd_backend_errors", "Backend operation errors.", ["transient"], registry=r
+            "tssd_backend_errors",
+            "Backend operation errors, transient (retried) or not.",
+            ["transient"],
+            registry=r,
         )
         self.backend_retries_total = Counter(
             "tssd_backend_retries",
             "Backend operations retried after a transient error.",
             registry=r,
         )
-        self.drives = Gauge("tssd_drives", "Drives by state.", ["state"], registry=r)
+        # Reliability (tssd/health.py, tssd/backpressure.py).
+        self.hardware_failures_total = Counter(
+            "tssd_hardware_failures",
+            "Failed drive or tape operations counted against the hardware, by operation.",
+            ["op"],
+            registry=r,
+        )
+        self.drives_disabled_total = Counter(
+            "tssd_drives_disabled",
+            "Drives taken out of service after failing repeatedly.",
+            registry=r,
+        )
+        self.tapes_suspect_total = Counter(
+            "tssd_tapes_suspect",
+            "Tapes marked suspect after failing on several drives.",
+            registry=r,
+        )
+        self.recalls_held = Gauge(
+            "tssd_recalls_held",
+            "File systems whose recalls wait for free space (disk backpressure).",
+            registry=r,
+        )
+        self.drives = Gauge(
+            "tssd_drives",
+            "Drives by state (empty, mounted, busy, disabled).",
+            ["state"],
+            registry=r,
+        )
+        # Refreshed from the database by tssd.metrics_db (the operators' alerts use them).
+        self.queue_paused = Gauge(
+            "tssd_queue_paused", "1 if the queue is paused by an operator, else 0.", ["queue"],
+            registry=r,
+        )  # fmt: skip
+        self.queue_oldest_seconds = Gauge(
+            "tssd_queue_oldest_queued_seconds",
+            "Age of the oldest queued request of the queue (0 when none is queued).",
+            ["queue"],
+            registry=r,
+        )
+        self.tapes_mounted_24h = Gauge(
+            "tssd_tapes_mounted_24h", "Distinct tapes mounted in the last 24 hours.", registry=r
+        )
+        self.tapes_over_budget = Gauge(
+            "tssd_tapes_over_mount_budget",
+            "Tapes mounted more often in the last 24 hours than scheduler.mount_budget_per_day.",
+            registry=r,
+        )
+        self.tape_mounts_24h_max = Gauge(
+            "tssd_tape_mounts_24h_max",
+            "Most mounts of any one tape in the last 24 hours (tssctl tapes list names it).",
+            registry=r,
+        )
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

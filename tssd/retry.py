@@ -7,9 +7,10 @@ once.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import structlog
 
@@ -18,6 +19,8 @@ from tssd.errors import BackendError, TransientBackendError
 from tssd.metrics import Metrics
 
 T = TypeVar("T")
+#: Requests whose transient failures are remembered at once.
+MAX_TRACKED = 100_000
 log = structlog.get_logger()
 
 
@@ -37,6 +40,18 @@ class Retrier:
         self.policy = policy
         self.metrics = metrics
         self.clock = clock
+        self._later: set[asyncio.Task[Any]] = set()
+        #: Transient failures per request id in this process (bounded: oldest dropped).
+        self._failures: dict[object, int] = {}
+
+    def _count_failure(self, key: object, attempts: int) -> int:
+        if key is None:
+            return attempts
+        count = self._failures.pop(key, 0) + 1
+        self._failures[key] = count
+        while len(self._failures) > MAX_TRACKED:
+            del self._failures[next(iter(self._failures))]
+        return count
 
     def another_attempt(
         self, attempts: int, *, op: str, error: TransientBackendError, **context: object
@@ -44,10 +59,14 @@ class Retrier:
         """Whether work that failed transiently after *attempts* tries goes round again.
 
         For per-file errors that a backend reports in a result instead of raising: the
-        request returns to the queue rather than being retried in place.
+        request returns to the queue rather than being retried in place. With a
+        ``request_id`` in *context* the request's own failures are counted instead of
+        *attempts*: a claim given back unread (session ended, crash) is no failed try.
         """
         self.metrics.backend_errors_total.labels(transient="true").inc()
+        attempts = self._count_failure(context.get("request_id"), attempts)
         if attempts >= self.policy.attempts:
+            self._failures.pop(context.get("request_id"), None)
             log.warning("backend.gave_up", op=op, attempts=attempts, error=str(error),
                         code=error.code, **context)  # fmt: skip
             return False
@@ -55,6 +74,37 @@ class Retrier:
         log.info("backend.retry", op=op, attempt=attempts, error=str(error), code=error.code,
                  **context)  # fmt: skip
         return True
+
+    def later(self, attempts: int, fn: Callable[[], Awaitable[Any]], **context: object) -> float:
+        """Run ``fn()`` after the backoff delay of retry number *attempts*; return the delay.
+
+        For work that goes back to the queue after a per-file transient error: requeued at
+        once, a mounted tape's session would take it straight back and burn its attempts
+        in a second. A crash meanwhile loses nothing: start-up requeues active requests.
+        """
+        attempts = self._failures.get(context.get("request_id"), attempts)
+        delay = self.policy.delay(max(1, attempts))
+        task = asyncio.create_task(self._after(delay, fn, context), name="retry-later")
+        self._later.add(task)
+        task.add_done_callback(self._later.discard)
+        return delay
+
+    async def _after(self, delay: float, fn: Callable[[], Awaitable[Any]], context: Any) -> None:
+        await self.clock.sleep(delay)
+        try:
+            await fn()
+        except Exception as exc:  # a background task has nobody to raise to
+            log.error("backend.requeue_failed", error=str(exc), **context)
+
+    @property
+    def waiting(self) -> int:
+        """Requeues waiting for their backoff delay."""
+        return len(self._later)
+
+    def cancel_waiting(self) -> None:
+        """Drop the pending requeues (shutdown: start-up requeues their requests)."""
+        for task in list(self._later):
+            task.cancel()
 
     async def call(self, op: str, fn: Callable[[], Awaitable[T]], **context: object) -> T:
         """Run ``fn()``; retry transient backend errors up to the policy's attempts."""

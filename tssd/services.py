@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from tssd.backends.base import TapeBackend
+from tssd.cluster.node import Node
 from tssd.config import Settings
 from tssd.db.models import utcnow
 from tssd.db.store import RequestStore
@@ -28,6 +29,8 @@ class Services:
     scheduler: Scheduler
     database: str
     accepting: bool = True
+    #: The instances sharing the database (tssd.cluster); None in bare test wiring.
+    cluster: Node | None = None
     started_at: datetime = field(default_factory=utcnow)
     _started_mono: float = field(default_factory=time.monotonic)
 
@@ -69,4 +72,6 @@ class Services:
                 for d in sorted(self.drives.drives.values(), key=lambda d: d.name)
             ],
             "throughput": self.drives.throughput(),
+            "instance": self.cluster.instance if self.cluster else None,
+            "instances": await self.cluster.status() if self.cluster else [],
         }

@@ -59,11 +59,13 @@ def put(daemon: Daemon, pid: str, path: Path, adler: str, *extra: str) -> str:
 
 
 def get_args(pid: str, dest: Path, size: int, adler: str, uri: str) -> list[str]:
-    # dCache passes every location of its own HSM instance as -uri=, and lists them (and
-    # those of other instances) as bare entries in the storage info too.
+    # dCache passes every location of its own HSM instance as -uri= (here a second copy
+    # tssd does not know first), and lists them, and those of other instances, as bare
+    # entries in the storage info too.
+    copy = "osm://osm/?store=atlas&group=tape&bfid=c0ffee"
     other = "osm://other/?store=atlas&group=tape&bfid=feedface"
-    si = dcache_si(size, adler, (uri, other), stored=True)
-    return ["get", pid, str(dest), f"-si={si}", f"-uri={uri}"]
+    si = dcache_si(size, adler, (copy, uri, other), stored=True)
+    return ["get", pid, str(dest), f"-si={si}", f"-uri={copy}", f"-uri={uri}"]
 
 
 def poll(daemon: Daemon, args: list[str], deadline_s: float = 120) -> tuple[Result, int]:

@@ -41,6 +41,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.fake.reported.add(request_id)
             self._answer(200, {"request": self.server.fake.requests[request_id]})
             return
+        if self.path == "/v1/requests/obtain":
+            if self.server.fake.legacy:  # as aiohttp answers a route it does not have
+                self._answer(404, {"error": {"type": "InvalidRequest", "message": "Not Found"}})
+                return
+            self._answer(*self.server.fake.obtain(body))
+            return
         status, payload = self.server.fake.submit(body)
         self._answer(status, payload)
 
@@ -83,6 +89,7 @@ class FakeTssd:
         self.refuse: tuple[int, dict[str, Any]] | None = None
         self.initial_state = "queued"
         self.drop_waits = False
+        self.legacy = False
         self.wait_seen = threading.Event()
         self.stopping = threading.Event()
         self._server: _Server | None = None
@@ -113,6 +120,20 @@ class FakeTssd:
             self.finish(request)
         return 201, {"created": True, "request": request}
 
+    def obtain(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """tssd's adopt-or-create (tssd.db.polls.obtain), for one pnfsid."""
+        adopt = body["adopt"]
+        body = {k: v for k, v in body.items() if k != "adopt"}
+        if self.requests and self.refuse is None:
+            newest = max(self.requests)
+            request, reported = self.requests[newest], newest in self.reported
+            finished = request["state"] in ("done", "failed", "cancelled")
+            if not finished or (
+                adopt == "finished" and not reported and request["path"] == body["path"]
+            ):
+                return 200, {"created": False, "reported": reported, "request": request}
+        return self.submit(body)
+
     def latest(self) -> tuple[int, dict[str, Any]]:
         if not self.requests:
             return 404, {"error": {"type": "NotFound", "message": "none", "exit_code": 1}}
@@ -129,7 +150,12 @@ class FakeTssd:
         return {"request": request, "finished": True}
 
     def bodies(self) -> list[Any]:
-        return [body for method, path, body in self.calls if path == "/v1/requests"]
+        submits = ("/v1/requests", "/v1/requests/obtain")
+        return [
+            {k: v for k, v in body.items() if k != "adopt"}
+            for method, path, body in self.calls
+            if path in submits
+        ]
 
 
 def done_migration(request: dict[str, Any]) -> None:
@@ -329,10 +355,11 @@ def test_poll_mode_exits_72_while_open(fake: FakeTssd, tmp_path: Path) -> None:
     path, si = source_file(tmp_path)
     result = run_hsm(fake, "put", PNFSID, str(path), si, "-mode=poll")
     assert (result.returncode, result.stdout, result.stderr) == (72, "", "")
-    assert [method for method, _, _ in fake.calls] == ["GET", "POST"]
+    # One round trip per call, the first one included.
+    assert [(m, p) for m, p, _ in fake.calls] == [("POST", "/v1/requests/obtain")]
     again = run_hsm(fake, "put", PNFSID, str(path), si, "-mode=poll")
     assert (again.returncode, again.stdout, again.stderr) == (72, "", "")
-    assert [method for method, _, _ in fake.calls] == ["GET", "POST", "GET"]
+    assert [p for _, p, _ in fake.calls] == ["/v1/requests/obtain"] * 2
     assert len(fake.requests) == 1
 
 
@@ -444,3 +471,31 @@ def test_gives_up_after_the_reconnect_timeout(fake: FakeTssd, tmp_path: Path) ->
         proc.kill()
     assert (proc.returncode, stdout) == (1, "")
     assert "unreachable for 1 s" in stderr.splitlines()[-1]
+
+
+def test_a_done_recall_whose_file_is_gone_is_recalled_again(fake: FakeTssd, tmp_path: Path) -> None:
+    dest = tmp_path / PNFSID
+    args = ("get", PNFSID, str(dest), "-si=size=5;", f"-uri={URI}", "-mode=poll")
+    assert run_hsm(fake, *args).returncode == 72
+    recall_writing(b"bytes")(fake.requests[1])
+    dest.unlink()  # the pool lost the file before the poll that would have collected it
+    assert run_hsm(fake, *args).returncode == 72
+    adopts = [body["adopt"] for _, path, body in fake.calls if path == "/v1/requests/obtain"]
+    assert adopts == ["finished", "finished", "open"]
+    assert [r["state"] for r in fake.requests.values()] == ["done", "queued"]
+    assert fake.reported == set()
+
+
+def test_a_tssd_without_the_obtain_route_gets_two_round_trips(
+    fake: FakeTssd, tmp_path: Path
+) -> None:
+    fake.legacy = True
+    path, si = source_file(tmp_path)
+    for _ in range(2):
+        result = run_hsm(fake, "put", PNFSID, str(path), si, "-mode=poll")
+        assert (result.returncode, result.stdout, result.stderr) == (72, "", "")
+    assert [(m, p.split("?")[0]) for m, p, _ in fake.calls] == [
+        ("POST", "/v1/requests/obtain"), ("GET", "/v1/requests/latest"), ("POST", "/v1/requests"),
+        ("POST", "/v1/requests/obtain"), ("GET", "/v1/requests/latest"),
+    ]  # fmt: skip
+    assert len(fake.requests) == 1

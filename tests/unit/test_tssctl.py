@@ -550,16 +550,19 @@ def test_progress_rate_and_eta() -> None:
     assert "ETA 40s" in progress.line()
 
 
-def test_progress_line_rewrites_on_a_terminal() -> None:
+def test_progress_bar_on_a_terminal_line_into_a_pipe() -> None:
     class Tty(io.StringIO):
         def isatty(self) -> bool:
             return True
 
     stream = Tty()
     line = render.ProgressLine(stream)
-    line.show("a", now=0.0)
-    line.show("b", now=0.1, final=True)
-    assert stream.getvalue() == "\ra\x1b[K\rb\x1b[K\n"
+    line.show("files 1/4", now=0.0, done=1, total=4)
+    line.show("files 4/4 done", now=0.1, final=True, done=4, total=4)
+    shown = stream.getvalue()
+    assert "files 4/4 done" in shown
+    assert "\u2501" in shown  # the bar
+    assert "files 4/4 done\n" in shown  # the last state stays on screen
     piped = io.StringIO()
     line = render.ProgressLine(piped, every_s=5.0)
     for now in (0.0, 1.0, 5.5, 6.0):

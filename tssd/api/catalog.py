@@ -6,6 +6,7 @@ others use its optional catalog tools, which answer 501 on a backend without the
 
 from __future__ import annotations
 
+import csv
 import io
 from pathlib import Path
 from typing import Any
@@ -58,9 +59,18 @@ async def import_catalog(request: web.Request) -> web.Response:
     replace = body.get("replace", False)
     if not isinstance(replace, bool):
         raise InvalidRequest("replace must be true or false")
-    backend = services(request).backend
+    try:
+        summary = await _import(services(request).backend, body, replace)
+    except csv.Error as exc:  # found by fuzzing: malformed CSV is the client's mistake
+        raise InvalidRequest(f"catalog CSV is malformed: {exc}") from exc
+    return web.json_response(summary)
+
+
+async def _import(backend: Any, body: dict[str, Any], replace: bool) -> dict[str, Any]:
     if isinstance(body.get("csv"), str):
-        summary = await backend.import_catalog(io.StringIO(body["csv"]), replace=replace)
+        summary: dict[str, Any] = await backend.import_catalog(
+            io.StringIO(body["csv"], newline=""), replace=replace
+        )
     else:
         path = body["path"]
         if not isinstance(path, str) or not Path(path).is_absolute():
@@ -70,7 +80,7 @@ async def import_catalog(request: web.Request) -> web.Response:
                 summary = await backend.import_catalog(fh, replace=replace)
         except OSError as exc:
             raise InvalidRequest(f"cannot read {path}: {exc.strerror}") from exc
-    return web.json_response(summary)
+    return summary
 
 
 async def export_catalog(request: web.Request) -> web.Response:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from tssd.api.admin_openapi import ADMIN_PATHS
+
 _STR = {"type": "string"}
 _NSTR = {"type": ["string", "null"]}
 _NINT = {"type": ["integer", "null"]}
@@ -40,6 +42,8 @@ REQUEST = {
         "started_at": _NSTR,
         "finished_at": _NSTR,
         "updated_at": _STR,
+        "eta_s": {"type": ["number", "null"], "description": "Estimated seconds until served"},
+        "eta": {"type": ["string", "null"], "description": "Estimated time served (UTC)"},
     },
     "required": ["id", "kind", "state"],
 }
@@ -87,6 +91,14 @@ def _errors(*codes: int) -> dict[str, Any]:
 _REQ_REF = {"$ref": "#/components/schemas/Request"}
 _ONE = {"type": "object", "properties": {"request": _REQ_REF}}
 _SUBMITTED = {"type": "object", "properties": {"created": {"type": "boolean"}, "request": _REQ_REF}}
+_OBTAINED = {
+    "type": "object",
+    "properties": {
+        "created": {"type": "boolean"},
+        "reported": {"type": "boolean"},
+        "request": _REQ_REF,
+    },
+}
 _BODY = {
     "required": True,
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Submit"}}},
@@ -272,6 +284,21 @@ def openapi_document() -> dict[str, Any]:
                 "responses": {"200": _json({"type": "object"}), **_errors(400)},
             }
         },
+        "/v1/requests/obtain": {
+            "post": {
+                "summary": "tss-hsm: adopt the open (or finished, unreported) request, or submit",
+                "description": "Body as for submit, plus adopt: finished (default) or open. "
+                "For an open request, request may carry only id, kind, state, pnfsid, path "
+                "and queue.",
+                "operationId": "obtain",
+                "requestBody": _BODY,
+                "responses": {
+                    "200": _json(_OBTAINED, "adopted"),
+                    "201": _json(_SUBMITTED, "created"),
+                    **_errors(400, 413, 503),
+                },
+            }
+        },
         "/v1/requests/latest": {
             "get": {
                 "summary": "The newest recall or migration of a pnfsid, open or finished",
@@ -312,6 +339,29 @@ def openapi_document() -> dict[str, Any]:
                         {
                             "type": "object",
                             "properties": {"request": _REQ_REF, "finished": {"type": "boolean"}},
+                        }
+                    ),
+                    **_errors(400, 404),
+                },
+            }
+        },
+        "/v1/requests/{id}/why": {
+            "get": {
+                "summary": "The rule a request waits on, and its ETA",
+                "operationId": "why",
+                "parameters": [_ID],
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "id": {"type": "integer"},
+                                "state": _STR,
+                                "rule": _STR,
+                                "detail": _STR,
+                                "eta_s": {"type": ["number", "null"]},
+                                "eta": _NSTR,
+                            },
                         }
                     ),
                     **_errors(400, 404),
@@ -367,6 +417,7 @@ def openapi_document() -> dict[str, Any]:
         },
     }
     paths.update(CATALOG_PATHS)
+    paths.update(ADMIN_PATHS)
     return {
         "openapi": "3.1.0",
         "info": {"title": "tssd", "version": "1", "description": "Tape recall queue manager API"},

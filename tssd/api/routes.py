@@ -12,18 +12,22 @@ from aiohttp import web
 
 from tssd.api.openapi import openapi_document
 from tssd.api.schemas import request_json
+from tssd.db.engine import is_transient
 from tssd.db.store import ListFilter
 from tssd.errors import (
     Conflict,
+    DatabaseUnavailable,
     InvalidRequest,
     NotFound,
     NotSupported,
     ShuttingDown,
     TssdError,
 )
+from tssd.files import PoolRoots
 from tssd.metrics import CONTENT_TYPE
+from tssd.scheduler.explain import eta_fields, explain
 from tssd.services import Services
-from tssd.submit import PNFSID_RE, parse_submit
+from tssd.submit import PNFSID_RE, SubmitSpec, parse_submit
 
 log = structlog.get_logger()
 SERVICES: web.AppKey[Services] = web.AppKey("services", Services)
@@ -57,6 +61,12 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         if status == 500:
             log.error("api.error", path=request.path, error=str(exc))
         return error_body(exc, status)
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        # The database is restarting: the client retries, nothing was recorded half.
+        log.warning("api.database_unavailable", path=request.path, error=str(exc)[:200])
+        return error_body(DatabaseUnavailable("the database is unavailable; retry"), 503)
 
 
 def services(request: web.Request) -> Services:
@@ -98,10 +108,17 @@ def _accepting(svc: Services) -> None:
         raise ShuttingDown("tssd is shutting down and accepts no new requests")
 
 
+def check_paths(svc: Services, spec: SubmitSpec) -> None:
+    """Recall destinations and migrate sources must lie inside api.pool_roots."""
+    what = "recall destination" if spec.kind == "recall" else "migrate source"
+    PoolRoots.from_setting(svc.settings.api.pool_roots).check(spec.path, what)
+
+
 async def submit(request: web.Request) -> web.Response:
     svc = services(request)
     _accepting(svc)
     spec = parse_submit(await read_json(request), svc.settings.scheduler.default_queue)
+    check_paths(svc, spec)
     [(created, row)] = await svc.store.submit([spec])
     if created:
         log.info(
@@ -128,6 +145,7 @@ async def submit_bulk(request: web.Request) -> web.Response:
     for index, entry in enumerate(entries):
         try:
             specs.append(parse_submit(entry, svc.settings.scheduler.default_queue))
+            check_paths(svc, specs[-1])
         except InvalidRequest as exc:
             raise InvalidRequest(f"request {index}: {exc}") from exc
     results = await svc.store.submit(specs)
@@ -139,8 +157,15 @@ async def submit_bulk(request: web.Request) -> web.Response:
 
 
 async def get_request(request: web.Request) -> web.Response:
-    row = await services(request).store.get(request_id(request))
-    return web.json_response({"request": request_json(row)})
+    svc = services(request)
+    row = await svc.store.get(request_id(request))
+    return web.json_response({"request": request_json(row) | eta_fields(svc.scheduler, row)})
+
+
+async def why_request(request: web.Request) -> web.Response:
+    svc = services(request)
+    row = await svc.store.get(request_id(request))
+    return web.json_response(explain(svc.scheduler, row))
 
 
 async def wait_request(request: web.Request) -> web.Response:
@@ -204,8 +229,9 @@ async def query_requests(request: web.Request) -> web.Response:
     ids = body.get("ids") if isinstance(body, dict) else None
     if not isinstance(ids, list) or len(ids) > 100_000:
         raise InvalidRequest('body must be {"ids": [...]} with at most 100000 ids')
-    if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-        raise InvalidRequest("ids must be integers")
+    # Bounded: a database integer is 64 bits (found by the fuzz test, docs/reliability.md).
+    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 2**63 for i in ids):
+        raise InvalidRequest("ids must be integers between 0 and 2**63-1")
     result = await services(request).store.query(ids)
     result["failed"] = [request_json(r) for r in result["failed"]]
     return web.json_response(result)
@@ -238,14 +264,19 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/v1/requests/latest", latest_request)
     app.router.add_get("/v1/requests/{id}", get_request)
     app.router.add_get("/v1/requests/{id}/wait", wait_request)
+    app.router.add_get("/v1/requests/{id}/why", why_request)
     app.router.add_post("/v1/requests/{id}/cancel", cancel_request)
     app.router.add_post("/v1/requests/{id}/retry", retry_request)
     app.router.add_post("/v1/requests/{id}/reported", report_request)
     app.router.add_get("/v1/status", status)
     # Imported here: the catalog handlers use this module's helpers.
+    from tssd.api.admin import add_admin_routes
     from tssd.api.catalog import add_catalog_routes
+    from tssd.api.polls import add_poll_routes
 
     add_catalog_routes(app)
+    add_admin_routes(app)
+    add_poll_routes(app)
     add_probe_routes(app)
     app.router.add_get("/openapi.json", openapi)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import structlog
 
-from tssd.config import Settings, describe, load_settings, to_toml
+from tssd.config import Settings, describe, load_settings, sample_toml, to_toml
 from tssd.errors import ConfigError, SchemaError, TssdError
 from tssd.logs import configure_logging
 
@@ -33,7 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", metavar="PATH", help="TOML configuration file")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("serve", help="run the daemon (API, scheduler, backend)")
-    sub.add_parser("config", help="print every setting with its value, origin and meaning")
+    config = sub.add_parser("config", help="print every setting with its value, origin and meaning")
+    config.add_argument(
+        "--sample", action="store_true", help="every setting commented out at its default"
+    )
     _add_simulate(sub)
     db = sub.add_parser("db", help="database schema administration")
     db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
@@ -87,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     simulating = args.command == "simulate" and "log.level" not in _overridden(origin)
     configure_logging("warning" if simulating else settings.log.level, settings.log.format)
     if args.command == "config":
-        print(to_toml(settings, origin), end="")
+        print(sample_toml() if args.sample else to_toml(settings, origin), end="")
         return 0
     if args.command == "simulate":
         return _simulate(args)

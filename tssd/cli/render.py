@@ -6,6 +6,9 @@ that figures in tssctl, the metrics and simulation reports can be compared direc
 
 from __future__ import annotations
 
+import io
+import shutil
+import sys
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -13,8 +16,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, TaskID, TextColumn
+from rich.progress import Progress as RichProgress
+from rich.table import Table
+
 _UNITS = ("B", "kB", "MB", "GB", "TB", "PB", "EB")
 NONE = "-"
+PIPE_WIDTH = 100
 
 
 def human_size(size: float | None) -> str:
@@ -79,21 +89,62 @@ def shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Iterable[int] = ()) -> str:
-    """Plain aligned columns; ``right`` lists the (numeric) columns to right-align."""
+def output_width() -> int:
+    """The terminal's width on a terminal; 100 columns into a pipe or file."""
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size((PIPE_WIDTH, 24)).columns
+    return PIPE_WIDTH
+
+
+def _fit(natural: list[int], room: int) -> list[int]:
+    """Column widths within *room*: the widest columns give way first, down to 4."""
+    widths = list(natural)
+    while sum(widths) > room:
+        widest = max(range(len(widths)), key=lambda i: widths[i])
+        if widths[widest] <= 4:
+            break
+        widths[widest] -= 1
+    return widths
+
+
+def table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    right: Iterable[int] = (),
+    width: int | None = None,
+) -> str:
+    """Aligned columns (rich) that fit *width*; ``right`` lists the numeric columns.
+
+    Cells too wide for the terminal are cut with an ellipsis rather than wrapped, so a
+    row stays one line (``| grep`` and ``| wc -l`` keep working).
+    """
     cells = [[cell(v) for v in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    width = width or output_width()
+    natural = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    caps = _fit(natural, width - 2 * (len(headers) - 1))
     align = set(right)
-    lines = []
-    for row in [list(headers), *cells]:
-        padded = [
-            c.rjust(w) if i in align else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append("  ".join(padded).rstrip())
-    return "\n".join(lines)
+    grid = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 1))
+    for i, header in enumerate(headers):
+        grid.add_column(
+            header,
+            justify="right" if i in align else "left",
+            no_wrap=True,
+            overflow="ellipsis",
+            max_width=caps[i],
+        )
+    for row in cells:
+        grid.add_row(*(escape(c) for c in row))
+    out = io.StringIO()
+    tty = sys.stdout.isatty()
+    console = Console(
+        file=out,
+        width=width,
+        force_terminal=tty,
+        color_system="standard" if tty else None,
+        highlight=False,
+    )
+    console.print(grid)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
 
 def key_values(pairs: Iterable[tuple[str, Any]]) -> str:
@@ -157,21 +208,49 @@ class Progress:
 
 
 class ProgressLine:
-    """One rewritten line on a terminal; a line every few seconds into a log or pipe."""
+    """A progress bar on a terminal; a plain line every few seconds into a log or pipe.
+
+    The text (files, bytes, rate, ETA) is the same either way; the bar shows the share of
+    files finished.
+    """
 
     def __init__(self, stream: TextIO, every_s: float = 5.0) -> None:
         self.stream = stream
         self.tty = stream.isatty()
         self.every_s = every_s
         self.last = -every_s
+        self._bar: RichProgress | None = None
+        self._task: TaskID | None = None
 
-    def show(self, text: str, now: float, final: bool = False) -> None:
+    def show(
+        self, text: str, now: float, final: bool = False, done: float = 0, total: float = 0
+    ) -> None:
         if self.tty:
-            self.stream.write(f"\r{text}\x1b[K" + ("\n" if final else ""))
-        elif final or now - self.last >= self.every_s:
+            self._draw(text, done, total, final)
+            return
+        if final or now - self.last >= self.every_s:
             self.stream.write(text + "\n")
             self.last = now
         self.stream.flush()
+
+    def _draw(self, text: str, done: float, total: float, final: bool) -> None:
+        if self._bar is None:
+            console = Console(file=self.stream, force_terminal=True, highlight=False)
+            self._bar = RichProgress(
+                BarColumn(bar_width=24), TextColumn("{task.description}"), console=console
+            )
+            self._task = self._bar.add_task(text, total=total or None)
+            self._bar.start()
+        assert self._task is not None
+        self._bar.update(self._task, completed=done, total=total or None, description=text)
+        if final:
+            self.close()
+
+    def close(self) -> None:
+        """Leave the bar's last state on screen and give the terminal back."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
 
 # --- API objects ---------------------------------------------------------------------

@@ -20,7 +20,10 @@ from tssd.cli.commands import EXIT_USAGE, build_parser, dispatch
 
 # Modules of tssd.cli.commands, imported by name because importing one registers its
 # commands and the import order is the order of --help (a sorted import list would not be).
-COMMAND_MODULES = ("status", "requests", "recall", "catalog", "backend")
+COMMAND_MODULES = (
+    "status", "requests", "recall", "why", "queues", "drives", "tapes", "mounts", "report",
+    "catalog", "backend",
+)  # fmt: skip
 for _name in COMMAND_MODULES:
     importlib.import_module(f"tssd.cli.commands.{_name}")
 

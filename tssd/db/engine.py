@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy import event
+import structlog
+from sqlalchemy import event, exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from tssd.errors import ConfigError
+
+P = ParamSpec("P")
+T = TypeVar("T")
+log = structlog.get_logger()
+
+#: How long a store operation keeps retrying while the database is away (a PostgreSQL
+#: restart or fail-over takes seconds; a SQLite writer lock is held for milliseconds).
+RETRY_FOR_S = 120.0
+_FIRST_DELAY_S = 0.05
+_MAX_DELAY_S = 2.0
 
 
 def create_engine(url: str, *, pool_size: int = 5, busy_timeout_s: float = 30.0) -> AsyncEngine:
@@ -53,3 +68,65 @@ def session_factory(engine: AsyncEngine) -> async_sessionmaker[Any]:
 
 def is_postgres(engine: AsyncEngine) -> bool:
     return engine.dialect.name == "postgresql"
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether *error* means "the database is away or busy for a moment", not a bug.
+
+    PostgreSQL: the connection broke or could not be made (restart, fail-over, network).
+    SQLite: another writer held the lock beyond the busy timeout.
+    """
+    if isinstance(error, (ConnectionError, TimeoutError)):
+        return True
+    if not isinstance(error, exc.DBAPIError):
+        return False
+    if error.connection_invalidated or isinstance(error, exc.InterfaceError):
+        return True
+    text = str(error.orig if error.orig is not None else error).lower()
+    if isinstance(error, exc.OperationalError) and ("locked" in text or "busy" in text):
+        return True
+    names = {type(e).__name__ for e in (error.orig, getattr(error.orig, "__cause__", None))}
+    return bool(names & _PG_UNAVAILABLE) or ("connection" in text and "closed" in text)
+
+
+# asyncpg's names for "the server is not there right now".
+_PG_UNAVAILABLE = frozenset(
+    {
+        "ConnectionDoesNotExistError",
+        "CannotConnectNowError",
+        "ConnectionFailureError",
+        "AdminShutdownError",
+        "CrashShutdownError",
+        "ConnectionRefusedError",
+        "InterfaceError",
+        "InternalClientError",
+    }
+)
+
+
+def db_retry(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Retry a store operation (one whole transaction) while the database is away.
+
+    The pool's pre-ping replaces connections a restart broke; this bridges the seconds
+    the server is down. Only self-contained, conditional operations may be wrapped:
+    a retried transaction must do no harm if the first attempt committed after all.
+    """
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        deadline = time.monotonic() + RETRY_FOR_S
+        delay = _FIRST_DELAY_S
+        attempt = 1
+        while True:
+            try:
+                return await fn(*args, **kwargs)
+            except Exception as error:
+                if not is_transient(error) or time.monotonic() + delay > deadline:
+                    raise
+                log.warning("db.retry", op=fn.__name__, attempt=attempt, delay_s=delay,
+                            error=str(error).splitlines()[0][:200])  # fmt: skip
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _MAX_DELAY_S)
+                attempt += 1
+
+    return wrapper

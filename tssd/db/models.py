@@ -101,6 +101,8 @@ class Request(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # The tssd instance that claimed it (several instances on one PostgreSQL).
+    instance: Mapped[str | None] = mapped_column(String(128))
 
     __table_args__ = (
         # At most one open request per (kind, key): what makes submit idempotent.
@@ -166,6 +168,21 @@ class Drive(Base):
     state: Mapped[str] = mapped_column(String(16), default="empty")  # empty, mounted, busy
     volume: Mapped[str | None] = mapped_column(String(32), unique=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # The tssd instance whose host the drive is attached to (tssd.cluster).
+    instance: Mapped[str | None] = mapped_column(String(128))
+
+
+class Instance(Base):
+    """A tssd daemon sharing the database, and its heartbeat (tssd.cluster)."""
+
+    __tablename__ = "instances"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16), default="live")  # live, stopped, reaped
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class Mount(Base):

@@ -31,8 +31,18 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
-from tssd.db.models import OPEN_STATES, Kind, QueueRow, Request, RequestEvent, State, utcnow
+from tssd.db.engine import db_retry
+from tssd.db.models import OPEN_STATES, QueueRow, Request, RequestEvent, State, utcnow
 from tssd.db.notifier import Notifier
+from tssd.db.polls import (
+    LATEST,
+    REPORTED,
+    Obtained,
+    PollIndex,
+    adoptable,
+    new_request,
+    obtain,
+)
 from tssd.errors import Conflict, NotFound
 from tssd.submit import SubmitSpec
 
@@ -41,20 +51,6 @@ CHUNK = 500
 REQUESTS = cast(Table, Request.__table__)
 EVENTS = cast(Table, RequestEvent.__table__)
 _EVENT_INSERT = insert(EVENTS)
-# request_events reason of a finished request whose outcome a client has been told.
-REPORTED = "reported"
-_LATEST = (
-    select(
-        *[getattr(Request, c.key).label(c.key) for c in Request.__mapper__.column_attrs],
-        select(RequestEvent.id)
-        .where(RequestEvent.request_id == Request.id, RequestEvent.reason == REPORTED)
-        .exists()
-        .label("reported_"),
-    )
-    .where(Request.pnfsid == bindparam("pnfsid"), Request.kind == bindparam("kind"))
-    .order_by(Request.id.desc())
-    .limit(1)
-)
 
 
 @dataclass(frozen=True)
@@ -74,7 +70,11 @@ class RequestStore:
         self.engine: AsyncEngine = sessions.kw["bind"]
         self.postgres = postgres
         self.notifier = Notifier()
+        #: Open recalls and migrations for tss-hsm's polls; kept current by every change here.
+        self.polls = PollIndex()
         self._reader: Engine | None = None
+        #: This daemon's id when several share the database (tssd.cluster), else None.
+        self.instance: str | None = None
 
     # -- intake -----------------------------------------------------------------------
 
@@ -88,11 +88,35 @@ class RequestStore:
                 if attempt == 2:
                     raise
                 continue
+            self.polls.seen(row for _, row in results)
             fresh = {row.kind for created, row in results if created}
             if fresh:
                 self.notifier.kinds |= fresh
                 self.notifier.work.set()
             return results
+        raise AssertionError("unreachable")
+
+    async def obtain(self, spec: SubmitSpec, *, adopt_finished: bool) -> Obtained:
+        """tss-hsm's adopt-or-create in one transaction (:func:`tssd.db.polls.obtain`)."""
+        # Collecting a finished request is a read: on SQLite the reader of latest() never
+        # queues behind the scheduler's write transactions, as a write transaction would.
+        latest = await self.latest(spec.kind.value, spec.key)
+        if latest is not None and adoptable(latest[0], spec.path, adopt_finished=adopt_finished):
+            self.polls.seen([latest[0]])
+            return Obtained(False, latest[0], latest[1])
+        for attempt in range(3):
+            try:
+                found = await obtain(self.engine, spec, adopt_finished=adopt_finished)
+            except IntegrityError:
+                # A concurrent submit created the open request: the next attempt adopts it.
+                if attempt == 2:
+                    raise
+                continue
+            self.polls.seen([found.row])
+            if found.created:
+                self.notifier.kinds.add(spec.kind.value)
+                self.notifier.work.set()
+            return found
         raise AssertionError("unreachable")
 
     async def _submit_once(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Request]]:
@@ -102,7 +126,7 @@ class RequestStore:
             for spec in specs:
                 ident = (spec.kind.value, spec.key)
                 if ident not in existing and ident not in fresh:
-                    fresh[ident] = _new_request(spec)
+                    fresh[ident] = new_request(spec)
             created: dict[tuple[str, str], Request] = {}
             if fresh:
                 # One multi-row INSERT ... RETURNING per batch, not one statement per row.
@@ -227,10 +251,10 @@ class RequestStore:
         params = {"pnfsid": pnfsid.upper(), "kind": kind}
         if self.postgres:
             async with self.sessions.kw["bind"].connect() as conn:
-                row = (await conn.execute(_LATEST, params)).first()
+                row = (await conn.execute(LATEST, params)).first()
         else:
             with self._sqlite_reader().connect() as sync_conn:
-                row = sync_conn.execute(_LATEST, params).first()
+                row = sync_conn.execute(LATEST, params).first()
         if row is None:
             return None
         return row, bool(row.reported_)
@@ -289,6 +313,7 @@ class RequestStore:
 
     # -- scheduler side ---------------------------------------------------------------
 
+    @db_retry
     async def transition(
         self,
         ids: Sequence[int],
@@ -324,6 +349,7 @@ class RequestStore:
                     )
                     moved.extend((await conn.execute(chunk)).scalars().all())
             await _insert_events(conn, moved, None, to_state, reason)
+        self.polls.moved(moved, to_state)
         if not to_state.is_open:
             self.notifier.finished(moved)
         elif moved and to_state is State.QUEUED:
@@ -342,9 +368,17 @@ class RequestStore:
         )
         return bool(moved)
 
+    @db_retry
     async def requeue_active(self, reason: str) -> int:
-        """At start-up: requests left active by a previous run go back to the queue."""
+        """At start-up: requests left active by a previous run go back to the queue.
+
+        With several instances on one database only this instance's own (or unowned)
+        ones: the others' belong to live daemons, or to the reaper (tssd.cluster).
+        """
         stmt = select(Request.id).where(Request.state == State.ACTIVE)
+        if self.instance is not None:
+            mine = (Request.instance == self.instance) | Request.instance.is_(None)
+            stmt = stmt.where(mine)
         async with self.sessions() as session:
             ids = list((await session.scalars(stmt)).all())
         moved = await self.transition(
@@ -356,6 +390,7 @@ class RequestStore:
         )
         return len(moved)
 
+    @db_retry
     async def claim(self, stmt: Select[Any], drive: str | None) -> list[Request]:
         """Atomically move the queued requests selected by *stmt* to active."""
         if self.postgres:
@@ -374,13 +409,16 @@ class RequestStore:
                         started_at=now,
                         updated_at=now,
                         attempts=Request.attempts + 1,
+                        instance=self.instance,
                     )
                 )
             await _record_events(session, ids, State.QUEUED, State.ACTIVE, drive)
         for row in rows:
             row.state, row.drive, row.started_at = State.ACTIVE.value, drive, now
+        self.polls.moved(ids, State.ACTIVE)
         return rows
 
+    @db_retry
     async def set_locations(self, located: dict[int, tuple[str, int]]) -> None:
         if not located:
             return
@@ -406,31 +444,6 @@ def _single_transition(keys: tuple[str, ...], sources: int) -> Update:
         .where(REQUESTS.c.id == bindparam("rid"), REQUESTS.c.state.in_(states))
         .values({k: bindparam(f"v_{k}") for k in keys})
     )
-
-
-def _new_request(spec: SubmitSpec) -> dict[str, Any]:
-    now = utcnow()
-    return {
-        "kind": spec.kind.value,
-        "state": State.QUEUED.value,
-        "key": spec.key,
-        "pnfsid": spec.pnfsid,
-        "path": spec.path,
-        "size": spec.size,
-        "storage_class": spec.storage_class,
-        "checksum": spec.checksum,
-        "hsm_type": spec.hsm_type,
-        "hsm_instance": spec.hsm_instance,
-        "store": spec.store,
-        "group": spec.group,
-        "bfid": spec.bfid,
-        "uri": spec.uris[0] if spec.kind is Kind.REMOVE and spec.uris else None,
-        "queue": spec.queue,
-        "priority": spec.priority,
-        "attempts": 0,
-        "created_at": now,
-        "updated_at": now,
-    }
 
 
 async def _record_events(

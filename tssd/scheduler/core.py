@@ -1,15 +1,22 @@
 """The scheduling loop: assign free drives to the most valuable work, one tape per drive.
 
-First policy (the tape-aware cost model is a later step): recalls are grouped by tape and
-read in position order in one mount; a tape already in a drive is served there; the tape
-with the oldest, highest-priority request goes first; migrations are batched per storage
-class. A volume is never given to two drives: ``_volumes_busy`` is checked and updated
-without an ``await`` in between, and the database keeps ``drives.volume`` unique.
+With the ``tssd`` policy, recall candidates come from the in-memory per-tape index
+(``planner.py``) ranked by the cost model (``cost.py``), which also names the rule that
+holds a tape back; the other policies (``tss``, ``fifo``) keep their simple database
+queries. Migrations are batched per storage class. A volume is never given to two
+drives: ``_volumes_busy`` is checked and updated without an ``await`` in between, and
+the database keeps ``drives.volume`` unique.
+
+Extension points: :meth:`Scheduler.mountable` is the one predicate deciding whether a
+volume may be given a drive now (health, cluster claims), and :meth:`Scheduler._session`
+is where every session starts and ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,12 +24,15 @@ import structlog
 from sqlalchemy import Select, func, select
 
 from tssd.config import SchedulerSettings
-from tssd.db.models import Kind, Request, State
+from tssd.db.models import Kind, Request, State, utcnow
 from tssd.db.store import RequestStore
 from tssd.errors import TssdError
 from tssd.metrics import Metrics
+from tssd.scheduler.choose import Chooser
+from tssd.scheduler.cost import QueuePolicy, Verdict
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.intake import Intake
+from tssd.scheduler.planner import Planner
 from tssd.scheduler.policy import Policy
 from tssd.scheduler.sessions import SessionRunner
 
@@ -37,6 +47,11 @@ class Candidate:
     target: str  # volume (recall) or storage class (migrate)
     priority: int
     oldest: float  # sort key: smaller = older
+    #: The queue the session counts against, and the queues it may read (None = all).
+    queue: str = ""
+    queues: frozenset[str] | None = None
+    #: Estimated drive seconds of the session (cost model), 0 when unknown.
+    service_s: float = 0.0
 
 
 class Scheduler:
@@ -64,12 +79,43 @@ class Scheduler:
         self._seen_pending: set[tuple[str, str]] = set()
         self._pending_at = float("-inf")
         self._migrations_waiting = True
+        self.chooser = Chooser(
+            settings, store.sessions, drives, runner.profile, drives.clock, planner=Planner()
+        )
+        if policy.cost_model:
+            self.planner: Planner | None = self.chooser.planner
+            intake.planner = runner.planner = self.planner
+            intake.now = drives.clock.now
+            runner.rao = settings.rao
+            store.notifier.listeners.append(self._finished)
+        else:
+            self.planner = None
+
+    def _finished(self, ids: Sequence[int]) -> None:
+        if self.planner is not None:
+            self.planner.take(ids)
+
+    def mountable(self, volume: str) -> bool:
+        """Whether *volume* may be given a drive now (extend: health, cluster claims)."""
+        return volume not in self._volumes_busy and self.drives.claims.mountable(volume)
+
+    def resync_soon(self) -> None:
+        """Others changed the queue (tssd.cluster): reload the index on the next pass."""
+        if self.planner is not None:
+            self.chooser.resynced_at = float("-inf")
+        self.store.notifier.kinds.add("any")
+        self.store.notifier.work.set()
 
     async def start(self) -> None:
         await self.drives.load()
         requeued = await self.store.requeue_active("daemon restarted")
         if requeued:
             log.info("requests.requeued", count=requeued)
+        if self.planner is not None:
+            clock = self.drives.clock
+            await self.drives.ledger.load(self.store.sessions, clock.now(), utcnow())
+            await self.chooser.resync()
+            log.info("planner.loaded", pending=len(self.planner), tapes=len(self.planner.tapes))
 
     async def run(self) -> None:
         """Schedule until :meth:`stop`; a failing pass is logged and retried."""
@@ -123,8 +169,11 @@ class Scheduler:
             pass
         if self._stopping.is_set():
             return
-        # The candidate queries scan the queue: only worth it when a drive can take work.
-        if self.drives.free():
+        if self.planner is not None:
+            await self.chooser.refresh(full=full)
+            await self._assign_planned()
+        elif self.drives.free():
+            # The candidate queries scan the queue: only worth it when a drive can take work.
             for candidate in await self._candidates():
                 drive = self._pick_drive(candidate)
                 if drive is not None:
@@ -133,11 +182,55 @@ class Scheduler:
         await self._update_pending()
 
     async def _candidates(self) -> list[Candidate]:
-        found = await self._recall_candidates()
+        found = await self._recall_candidates() + await self._migration_candidates()
+        # A tape already in a drive first (no mount), then priority, then age.
+        return sorted(
+            found,
+            key=lambda c: (self.drives.holding(c.target) is None, -c.priority, c.oldest),
+        )
+
+    async def _assign_planned(self) -> None:
+        """Cost-model pass: rank tapes, fill free drives, ask for preemption if needed."""
+        ranked = self.chooser.rank(self._volumes_busy, self.mountable)
+        recalls = [
+            Candidate("recall", v.volume, v.priority, 0.0, v.queue, v.queues, v.service_s)
+            for v in ranked
+        ]
+        migrations = await self._migration_candidates() if self.drives.free() else []
+        if migrations and recalls:
+            writing = sum(1 for t in self._tasks if t.get_name().startswith("migrate:"))
+            migrations = migrations[: max(0, self.chooser.write_cap() - writing)]
+        per_queue = Counter(r.queue for r in self.chooser.running.values())
+        waiting: list[Verdict] = []
+        planned: list[tuple[Candidate, Verdict | None]] = list(zip(recalls, ranked, strict=True))
+        # Tapes already in a free drive, then migrations (within their share), then the rest.
+        split = sum(1 for _, v in planned if v is not None and not v.mount_s)
+        planned[split:split] = [(m, None) for m in migrations]
+        for candidate, verdict in planned:
+            if verdict is not None and not self._queue_room(candidate, per_queue):
+                continue
+            drive = self._pick_drive(candidate) if self.drives.free() else None
+            if drive is None:
+                if verdict is not None and self.drives.holding(candidate.target) is None:
+                    waiting.append(verdict)
+                continue
+            if candidate.purpose == "recall":
+                per_queue[candidate.queue] += 1
+            self._start(drive, candidate)
+        yielding = self.runner.yield_requested
+        for name in self.chooser.preempt(waiting, yielding, self.runner.tier_of):
+            log.info("session.preempt", drive=name, volume=self.chooser.running[name].volume)
+            self.runner.yield_requested.add(name)
+
+    def _queue_room(self, candidate: Candidate, per_queue: Counter[str]) -> bool:
+        limit = self.chooser.queues.get(candidate.queue, QueuePolicy()).max_drives
+        return limit is None or per_queue[candidate.queue] < limit
+
+    async def _migration_candidates(self) -> list[Candidate]:
+        found = []
         groups = await self.intake.migration_groups() if self._migrations_waiting else []
         self._migrations_waiting = bool(groups)
         for sc, _files, nbytes, age in groups:
-            # Its filling tape is being read by a recall session: wait for that to end.
             if sc in self._classes_busy or self.runner.filling.get(sc) in self._volumes_busy:
                 continue
             if (
@@ -145,17 +238,14 @@ class Scheduler:
                 or age >= self.settings.migrate_max_age_s
             ):
                 found.append(Candidate("migrate", sc, 0, -age))
-        # A tape already in a drive first (no mount), then priority, then age.
-        return sorted(
-            found,
-            key=lambda c: (self.drives.holding(c.target) is None, -c.priority, c.oldest),
-        )
+        return found
 
     async def _recall_candidates(self) -> list[Candidate]:
         queued = (
             Request.kind == Kind.RECALL,
             Request.state == State.QUEUED,
             Request.volume.is_not(None),
+            *(self.runner.backpressure.clauses() if self.runner.backpressure else ()),
         )
         if self.policy.files_per_session is not None:
             # Arrival order: the tapes of the oldest requests, one file at a time.
@@ -169,7 +259,7 @@ class Scheduler:
         by_volume = {
             v: Candidate("recall", v, (p or 0) if use_priority else 0, float(first))
             for v, p, first in rows
-            if v is not None and v not in self._volumes_busy
+            if v is not None and v not in self._volumes_busy and self.drives.claims.mountable(v)
         }
         return list(by_volume.values())
 
@@ -198,6 +288,14 @@ class Scheduler:
         busy.add(candidate.target)
         if drive.volume is not None:
             self._volumes_busy.add(drive.volume)
+        if candidate.purpose == "recall":
+            # A session starting for urgent work must not look preemptible before its
+            # first pass has set its priority.
+            self.runner.set_tier(drive.name, candidate.priority)
+            self.chooser.started(
+                drive.name, candidate.target, candidate.queue, candidate.priority,
+                candidate.service_s,
+            )  # fmt: skip
         task = asyncio.create_task(
             self._session(drive, candidate),
             name=f"{candidate.purpose}:{candidate.target}@{drive.name}",
@@ -213,7 +311,7 @@ class Scheduler:
         )
         try:
             if candidate.purpose == "recall":
-                await self.runner.recall(drive, candidate.target)
+                await self.runner.recall(drive, candidate.target, candidate.queues)
             else:
                 await self.runner.migrate(drive, candidate.target)
         except TssdError as exc:
@@ -222,6 +320,8 @@ class Scheduler:
         except Exception:
             log.exception("session.crashed", drive=drive.name, target=candidate.target)
         finally:
+            self.chooser.ended(drive.name)
+            self.runner.yield_requested.discard(drive.name)
             busy = self._volumes_busy if candidate.purpose == "recall" else self._classes_busy
             busy.discard(candidate.target)
             if held is not None:

@@ -16,9 +16,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tssd.backends.base import TapeBackend
 from tssd.clock import Clock
+from tssd.cluster.claims import LocalClaims, VolumeClaims
 from tssd.db.models import Drive, Mount, Tape, utcnow
+from tssd.errors import BackendError
+from tssd.health import Health, record_failure
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
+from tssd.scheduler.queues import MountLedger
 
 log = structlog.get_logger()
 
@@ -38,6 +42,10 @@ class DriveState:
     last_error: str | None = None
     purposes: set[str] = field(default_factory=set)
     record: MountRecord | None = None
+    #: Byte offset of the head after the last read (0 after a load), for RAO.
+    head_offset: int = 0
+    #: Sessions (passes) run since the process started, numbering MountRecord.reads.
+    passes: int = 0
 
     @property
     def state(self) -> str:
@@ -61,6 +69,9 @@ class MountRecord:
     files: int = 0
     bytes: int = 0
     transfer_s: float = 0.0
+    locate_s: float = 0.0
+    #: (pass number, position) of every read, in order (property tests check them).
+    reads: list[tuple[int, int]] = field(default_factory=list)
 
 
 class DriveManager:
@@ -80,20 +91,33 @@ class DriveManager:
         self.metrics = metrics
         self.clock = clock
         self.drives: dict[str, DriveState] = {}
+        #: Drive and tape failure bookkeeping (tssd/health.py), wired by tssd serve.
+        self.health: Health | None = None
+        #: Cartridge claims among instances sharing the database (tssd.cluster).
+        self.claims: VolumeClaims = LocalClaims()
         self._recent: deque[tuple[float, int]] = deque()
         #: Every mount of this process, for reports; the database keeps the durable history.
         self.history: list[MountRecord] = []
+        #: Mount times per volume over the last day (the mount budget).
+        self.ledger = MountLedger()
 
     async def load(self) -> None:
         """Take the drive list from the backend; close mounts a crash left open."""
         infos = await self.retrier.call("drives", self.backend.drives)
         now = utcnow()
         async with self.sessions.begin() as session:
+            # Only this instance's drives and mounts: others sharing the database are live.
+            own_mounts = self.claims.scope(Mount.drive)
             await session.execute(
-                update(Mount).where(Mount.dismounted_at.is_(None)).values(dismounted_at=now)
+                update(Mount)
+                .where(Mount.dismounted_at.is_(None), *own_mounts)
+                .values(dismounted_at=now)
             )
             enabled = {d.name: d.enabled for d in (await session.scalars(select(Drive))).all()}
-            await session.execute(update(Drive).values(volume=None, state="empty"))
+            own_drives = self.claims.scope(Drive.name)
+            await session.execute(
+                update(Drive).where(*own_drives).values(volume=None, state="empty")
+            )
             for info in infos:
                 row = await session.get(Drive, info.name)
                 if row is None:
@@ -135,17 +159,24 @@ class DriveManager:
             return
         if drive.volume is not None:
             await self.dismount(drive)
+        await self.claims.claim(drive.name, volume)
         start = self.clock.now()
+        self.ledger.record(volume, start)
         mount_id = await self._open_mount(drive.name, volume, purpose)
         log.info("mount.start", drive=drive.name, volume=volume, purpose=purpose)
-        await self.retrier.call(
-            "mount", lambda: self.backend.mount(drive.name, volume), drive=drive.name, volume=volume
-        )
+        try:
+            await self.retrier.call(
+                "mount", lambda: self.backend.mount(drive.name, volume), drive=drive.name,
+                volume=volume,
+            )  # fmt: skip
+        except BackendError as exc:
+            await record_failure(self.health, drive, volume, exc, "mount")
+            raise
         ready = self.clock.now()
         self.history.append(MountRecord(drive.name, volume, requested=start, ready=ready))
         drive.record = self.history[-1]
         drive.volume, drive.mount_id, drive.mounted_at = volume, mount_id, start
-        drive.files = drive.bytes = 0
+        drive.files = drive.bytes = drive.head_offset = 0
         drive.transfer_s = 0.0
         drive.purposes = {purpose}
         await self._mounted(drive.name, volume, mount_id)
@@ -192,6 +223,7 @@ class DriveManager:
             drive.record.files += 1
             drive.record.bytes += nbytes
             drive.record.transfer_s += transfer_s
+            drive.record.locate_s += locate_s
         drive.files += 1
         drive.bytes += nbytes
         drive.transfer_s += transfer_s

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
 import structlog
@@ -13,6 +13,8 @@ from tssd.db.models import Kind, Request, State, utcnow
 from tssd.db.store import RequestStore
 from tssd.errors import ObjectNotFound, PermanentBackendError, TssdError
 from tssd.retry import Retrier
+from tssd.scheduler.copies import cover_copies
+from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.policy import Policy
 
 log = structlog.get_logger()
@@ -33,6 +35,9 @@ class Intake:
         self.retrier = retrier
         self.policy = policy
         self.batch = batch
+        #: The scheduler's per-tape index (``tssd`` policy): located recalls go there.
+        self.planner: Planner | None = None
+        self.now: Callable[[], float] = lambda: 0.0
 
     async def locate_recalls(self, busy_volumes: Iterable[str]) -> int:
         """Find the tape copy for queued recalls that have none yet; return how many."""
@@ -53,16 +58,32 @@ class Intake:
         needed = set(busy_volumes)
         if self.policy.prefer_needed_tapes:
             needed |= await self._needed_volumes(copies)
+        if self.planner is not None:
+            needed |= set(self.planner.tapes)
+            chosen = cover_copies([copies.get(r.pnfsid or "", []) for r in rows], needed)
+        else:
+            chosen = []
+            for row in rows:
+                copy = self.policy.choose_copy(copies.get(row.pnfsid or "", []), needed)
+                chosen.append(copy)
+                if copy is not None:
+                    needed.add(copy.volume)
         located: dict[int, tuple[str, int]] = {}
         missing: list[int] = []
-        for row in rows:
-            copy = self.policy.choose_copy(copies.get(row.pnfsid or "", []), needed)
+        entries: list[Entry] = []
+        now = self.now()
+        for row, copy in zip(rows, chosen, strict=True):
             if copy is None:
                 missing.append(row.id)
                 continue
             located[row.id] = (copy.volume, copy.position)
-            needed.add(copy.volume)
+            entries.append(
+                Entry(row.id, copy.volume, copy.position, copy.size or row.size or 0,
+                      row.priority or 0, row.queue or "default", now)
+            )  # fmt: skip
         await self.store.set_locations(located)
+        if self.planner is not None:
+            self.planner.add(entries)
         if missing:
             await self._fail(missing, ObjectNotFound("no copy of the file on tape"))
         return len(rows)

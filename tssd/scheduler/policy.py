@@ -4,8 +4,9 @@ The scheduler framework (intake, drive assignment, sessions) is shared; a policy
 which copy of a file to read, which tape queue goes first and how much of a tape's queue
 one mount serves. ``tssd simulate --policy`` compares them on the same campaign:
 
-- ``tssd``: the tape-aware policy (copy on a tape already needed, else the oldest copy;
-  tapes by priority then age; a mount serves the tape's whole queue in position order).
+- ``tssd``: the tape-aware policy: copies chosen as a set cover of the pending set
+  (``intake.py``), tapes chosen by the cost model (``cost.py``), a mount serves the
+  tape's queue in one forward pass, reordered by software RAO where that pays.
 - ``tss``: GridKa's TSS-client: group by tape, sort by position, the most recently
   written copy, oldest tape queue first.
 - ``fifo``: per-file ``dsmc``: arrival order, one file per mount (a tape already in a
@@ -34,6 +35,9 @@ class Policy:
     files_per_session: int | None
     #: Read a tape's files in position order (else in arrival order).
     position_order: bool
+    #: Choose tapes with the cost model and the in-memory planner (cost.py), with its
+    #: rules (aging, fill wait, mount budget, queue limits, preemption) and RAO.
+    cost_model: bool = False
 
     def choose_copy(self, copies: Sequence[TapeCopy], needed: set[str]) -> TapeCopy | None:
         """The copy to read, or None when the file has no copy on tape."""
@@ -49,7 +53,7 @@ class Policy:
 
 POLICIES: dict[str, Policy] = {
     "tssd": Policy("tssd", prefer_needed_tapes=True, newest_copy=False, use_priority=True,
-                   files_per_session=None, position_order=True),
+                   files_per_session=None, position_order=True, cost_model=True),
     "tss": Policy("tss", prefer_needed_tapes=False, newest_copy=True, use_priority=False,
                   files_per_session=None, position_order=True),
     "fifo": Policy("fifo", prefer_needed_tapes=False, newest_copy=True, use_priority=False,

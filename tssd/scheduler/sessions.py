@@ -1,7 +1,10 @@
 """Tape sessions: read the queued recalls of one mounted tape, or write a migration batch.
 
 A recall session keeps claiming the tape's queued requests, in position order, until
-none are left, so requests that arrive for the mounted tape join the running session.
+none are left ahead of the head, so requests that arrive for the mounted tape ahead of
+the head join the running session. Within a claimed batch the reads may be reordered by
+software RAO (``rao.py``). A session asked to yield (``yield_requested``: a
+higher-priority tape waits) stops after the file it is reading.
 """
 
 from __future__ import annotations
@@ -23,13 +26,18 @@ from tssd.backends.base import (
     WriteItem,
     WriteResult,
 )
+from tssd.backpressure import Backpressure
 from tssd.db.models import Kind, Request, State, utcnow
 from tssd.db.store import RequestStore
 from tssd.errors import ChecksumMismatch, TransientBackendError, TssdError
+from tssd.health import Health, record_failure, record_success
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
+from tssd.scheduler.cost import profile_of
 from tssd.scheduler.drives import DriveManager, DriveState
+from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.policy import Policy
+from tssd.scheduler.rao import order_reads
 from tssd.submit import make_uri
 
 log = structlog.get_logger()
@@ -55,8 +63,19 @@ class SessionRunner:
         source_for: SourceFactory,
         chunk: int,
         policy: Policy,
+        rao: str = "off",
     ) -> None:
         self.policy = policy
+        #: Order of reads in a batch: off (position), on (RAO), auto (the cheaper).
+        self.rao = rao
+        self.profile = profile_of(backend)
+        #: The scheduler's per-tape index, when it keeps one (set by the scheduler).
+        self.planner: Planner | None = None
+        self._claimed_entries: dict[int, Entry] = {}
+        #: Drives whose recall session should end after the file being read.
+        self.yield_requested: set[str] = set()
+        #: Priority floor of each drive's current pass (None = every request).
+        self._tiers: dict[str, int | None] = {}
         #: Volumes in use by a session; shared with the scheduler, which owns it.
         self.volumes_busy: set[str] = set()
         #: The tape each storage class was last written to.
@@ -69,50 +88,136 @@ class SessionRunner:
         self.sink_for = sink_for
         self.source_for = source_for
         self.chunk = chunk
+        #: Reliability hooks (tssd/health.py, tssd/backpressure.py), wired by tssd serve.
+        self.health: Health | None = None
+        self.backpressure: Backpressure | None = None
 
     # -- recall -----------------------------------------------------------------------
 
-    async def recall(self, drive: DriveState, volume: str) -> None:
+    async def recall(
+        self, drive: DriveState, volume: str, queues: frozenset[str] | None = None
+    ) -> None:
+        """Read *volume*'s queued recalls (of *queues* only, when given) in forward passes.
+
+        A pass moves forward: after its first chunk only requests ahead of the head join
+        it; one that arrives behind the head waits for the next pass. Requests of a higher
+        priority than the pass's interrupt it: a pass over them alone comes first.
+        """
         await self.drives.ensure_mounted(drive, volume, "recall")
+        if self.policy.files_per_session is not None:
+            await self._pass(drive, volume, queues, None)
+            return
+        while drive.name not in self.yield_requested:
+            tier = self._top_priority(volume)
+            if await self._pass(drive, volume, queues, tier):
+                continue
+            # Nothing claimable at that priority (paused queue, held): serve the rest,
+            # without letting those requests interrupt the pass again.
+            if tier is None or not await self._pass(drive, volume, queues, None, floor=tier):
+                return
+
+    async def _pass(
+        self,
+        drive: DriveState,
+        volume: str,
+        queues: frozenset[str] | None,
+        tier: int | None,
+        *,
+        floor: int | None = None,
+    ) -> int:
+        """One forward pass over the requests of priority >= *tier*; how many it claimed.
+
+        Requests of a priority above *floor* (default: *tier*) interrupt it.
+        """
         budget = self.policy.files_per_session
         order = (Request.position, Request.id) if self.policy.position_order else (Request.id,)
-        while budget is None or budget > 0:
+        head: int | None = None
+        total = 0
+        drive.passes += 1
+        self._tiers[drive.name] = tier if floor is None else floor
+        while (budget is None or budget > 0) and not self._interrupted(drive.name, volume):
             limit = self.chunk if budget is None else min(budget, self.chunk)
-            stmt = (
-                select(Request)
-                .where(
-                    Request.kind == Kind.RECALL,
-                    Request.state == State.QUEUED,
-                    Request.volume == volume,
-                )
-                .order_by(*order)
-                .limit(limit)
+            stmt = select(Request).where(
+                Request.kind == Kind.RECALL,
+                Request.state == State.QUEUED,
+                Request.volume == volume,
             )
-            claimed = await self.store.claim(stmt, drive.name)
+            if queues is not None:
+                stmt = stmt.where(Request.queue.in_(sorted(queues)))
+            if tier is not None:
+                stmt = stmt.where(Request.priority >= tier)
+            if self.backpressure is not None:  # recalls into full file systems wait
+                stmt = stmt.where(*self.backpressure.clauses())
+            if head is not None and self.policy.position_order:
+                stmt = stmt.where(Request.position > head)
+            claimed = await self.store.claim(stmt.order_by(*order).limit(limit), drive.name)
             if not claimed:
-                return
+                break
+            self._taken(claimed)
+            total += len(claimed)
             if budget is not None:
                 budget -= len(claimed)
+            head = max(r.position or 0 for r in claimed)
             await self._read_batch(drive, volume, claimed)
+        return total
+
+    def set_tier(self, drive: str, priority: int) -> None:
+        """The priority a session starts with, until its first pass sets its own."""
+        self._tiers[drive] = priority if priority > 0 else None
+
+    def tier_of(self, drive: str) -> int:
+        """Priority floor of the pass *drive* is running (0 = ordinary work)."""
+        return self._tiers.get(drive) or 0
+
+    def _top_priority(self, volume: str) -> int | None:
+        """The highest request priority above 0 queued for *volume* (planner only)."""
+        tape = self.planner.tapes.get(volume) if self.planner is not None else None
+        top = tape.max_priority() if tape is not None else 0
+        return top if top > 0 else None
+
+    def _interrupted(self, drive: str, volume: str) -> bool:
+        """Yield requested, or requests of a higher priority than the pass's wait."""
+        if drive in self.yield_requested:
+            return True
+        top = self._top_priority(volume)
+        return top is not None and top > (self._tiers.get(drive) or 0)
+
+    def _taken(self, claimed: Sequence[Request]) -> None:
+        if self.planner is not None:
+            for entry in self.planner.take(r.id for r in claimed):
+                self._claimed_entries[entry.id] = entry
+
+    def _given_back(self, ids: Sequence[int]) -> None:
+        """Requests that return to the queue rejoin the planner with their arrival."""
+        entries = [e for i in ids if (e := self._claimed_entries.pop(i, None)) is not None]
+        if self.planner is not None and entries:
+            self.planner.add(entries)
 
     async def _read_batch(self, drive: DriveState, volume: str, claimed: list[Request]) -> None:
         pending = {r.id: r for r in claimed}
         try:
             by_item = await self._read_items(volume, claimed, pending)
-            items = list(by_item.values())
-            async for result in self.backend.read(drive.name, [i for i, _ in items]):
+            items = order_reads([i for i, _ in by_item.values()], drive, self.profile, self.rao)
+            async for result in self.backend.read(drive.name, items):
                 request = by_item[id(result.item)][1]
                 pending.pop(request.id, None)
+                drive.head_offset = result.item.copy.offset + result.item.copy.size
+                if drive.record is not None:
+                    drive.record.reads.append((drive.passes, request.position or 0))
                 await self._finish_read(drive, request, result)
+                self._claimed_entries.pop(request.id, None)
+                if self._interrupted(drive.name, volume):
+                    break  # a higher-priority tape or request waits for this drive
         finally:
             # Whatever the session did not get to goes back to the queue.
-            await self.store.transition(
+            moved = await self.store.transition(
                 list(pending),
                 (State.ACTIVE,),
                 State.QUEUED,
                 reason="session ended",
                 values={"drive": None},
             )
+            self._given_back(moved)
             await self.drives.flush_stats(drive)
 
     async def _read_items(
@@ -123,6 +228,9 @@ class SessionRunner:
         copies = await self.retrier.call("locate", lambda: self.backend.locate(pnfsids))
         by_item: dict[int, tuple[ReadItem, Request]] = {}
         moved: list[int] = []
+        if self.backpressure is not None:
+            claimed, held = self.backpressure.admit(claimed)
+            await self._requeue(held, pending, "destination disk full")
         for request in claimed:
             copy = _copy_on(copies.get(request.pnfsid or "", []), volume, request.position)
             if copy is None:
@@ -134,6 +242,7 @@ class SessionRunner:
             # The catalog changed since these were located: locate them again.
             for request_id in moved:
                 pending.pop(request_id, None)
+                self._claimed_entries.pop(request_id, None)
             await self.store.transition(
                 moved,
                 (State.ACTIVE,),
@@ -151,8 +260,13 @@ class SessionRunner:
             "request_id": request.id,
         }
         if result.error is not None:
+            await record_failure(self.health, drive, result.item.copy.volume, result.error, "read")
+            if self.backpressure and self.backpressure.absorbs(request, result.error):
+                await self._requeue([request], {}, "destination disk full")
+                return
             await self._fail(request, result.error, **fields)
             return
+        record_success(self.health, drive, result.item.copy.volume)
         if request.checksum and result.adler32 and request.checksum != result.adler32:
             await self._fail(request, _mismatch(request.checksum, result.adler32), **fields)
             return
@@ -236,9 +350,12 @@ class SessionRunner:
     async def _finish_write(self, drive: DriveState, request: Request, result: WriteResult) -> None:
         fields = {"pnfsid": request.pnfsid, "drive": drive.name, "request_id": request.id}
         if result.error is not None or result.copy is None:
-            await self._fail(request, result.error or TssdError("no copy written"), **fields)
+            error = result.error or TssdError("no copy written")
+            await record_failure(self.health, drive, drive.volume, error, "write")
+            await self._fail(request, error, **fields)
             return
         copy = result.copy
+        record_success(self.health, drive, drive.volume)
         self.drives.account(drive, copy.size, result.transfer_s, 0.0)
         self.metrics.transfer_bytes_total.labels(kind="migrate").inc(copy.size)
         await self.complete_migration(request, copy)
@@ -273,10 +390,15 @@ class SessionRunner:
         if isinstance(exc, TransientBackendError) and self.retrier.another_attempt(
             request.attempts, op=f"{request.kind}_item", error=exc, **fields
         ):
-            # Back to the queue (on the same tape): a later session reads it again.
-            await self.store.transition(
-                [request.id], (State.ACTIVE,), State.QUEUED, reason="transient backend error",
-                values={"drive": None, "error": str(exc)},
+            # Back to the queue (on the same tape) after a backoff delay: a later session
+            # reads it again.
+            self.retrier.later(
+                request.attempts,
+                lambda: self.store.transition(
+                    [request.id], (State.ACTIVE,), State.QUEUED, reason="transient backend error",
+                    values={"drive": None, "error": str(exc)},
+                ),
+                request_id=request.id,
             )  # fmt: skip
             return
         code = error_code(exc)
@@ -287,6 +409,15 @@ class SessionRunner:
             log.warning(
                 "request.failed", kind=request.kind, error=str(exc), error_code=code, **fields
             )
+
+    async def _requeue(self, held: list[Request], pending: dict[int, Request], why: str) -> None:
+        for request in held:
+            pending.pop(request.id, None)
+        moved = await self.store.transition(
+            [r.id for r in held], (State.ACTIVE,), State.QUEUED, reason=why,
+            values={"drive": None},
+        )  # fmt: skip
+        self._given_back(moved)
 
     def _observe(self, request: Request, outcome: str) -> None:
         self.metrics.requests_total.labels(request.kind, request.queue, outcome).inc()

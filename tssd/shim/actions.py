@@ -122,7 +122,37 @@ def do_remove(client: wire.Client, call: Call) -> int:
 def obtain(
     client: wire.Client, body: Request, path: str, usable: Callable[[Request], bool]
 ) -> Request:
-    """The request this call is about: adopted (see the module docstring) or submitted."""
+    """The request this call is about: adopted (see the module docstring) or submitted.
+
+    One round trip: tssd decides in one transaction (``POST /v1/requests/obtain``). Only a
+    finished recall whose file is not usable here, or a finished migration of a different
+    file, costs a second call, which adopts open requests only and so submits.
+    """
+    request = post_obtain(client, {**body, "adopt": "finished"})
+    if request is None:
+        return legacy_obtain(client, body, path, usable)
+    if request.get("state") == "done" and not usable(request):
+        request = post_obtain(client, {**body, "adopt": "open"}) or submit(client, body)
+    return request
+
+
+def post_obtain(client: wire.Client, body: Request) -> Request | None:
+    """POST /v1/requests/obtain; None from a tssd that predates it."""
+    try:
+        answer = client.call("POST", "/v1/requests/obtain", body)
+    except wire.ApiError as exc:
+        if exc.status in (404, 405):
+            return None
+        raise
+    except wire.WireError as exc:
+        raise HsmExit(EXIT_OTHER, str(exc)) from exc
+    return request_of(answer)
+
+
+def legacy_obtain(
+    client: wire.Client, body: Request, path: str, usable: Callable[[Request], bool]
+) -> Request:
+    """What :func:`obtain` does, in two round trips, with a tssd without the obtain route."""
     found = latest(client, body["kind"], body["pnfsid"])
     if found is not None:
         request, reported = found

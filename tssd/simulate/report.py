@@ -38,6 +38,8 @@ def build_report(options: Options, outcome: Outcome, lower_bound_s: float) -> di
         "drive_utilization": round(busy / (options.drives * makespan), 4) if makespan else 0.0,
         "lower_bound_s": round(lower_bound_s, 3),
         "latency_s": _latency(outcome),
+        "locate_s": round(sum(m.locate_s for m in mounts), 3),
+        "queues": _per_queue(outcome),
         "peak_pending": outcome.peak_pending,
         "wall_s": round(outcome.wall_s, 3),
         "policy": options.policy,
@@ -63,6 +65,30 @@ def _latency(outcome: Outcome) -> dict[str, float]:
         "p99": _quantile(waits, 0.99),
         "max": round(waits[-1], 3) if waits else 0.0,
     }
+
+
+def _per_queue(outcome: Outcome) -> dict[str, dict[str, Any]]:
+    """Per queue: files, bytes, when its last file finished, latency quantiles."""
+    rows = {r.id: r for r in outcome.requests}
+    waits: dict[str, list[float]] = {}
+    sizes: dict[str, int] = {}
+    last: dict[str, float] = {}
+    for a in outcome.arrivals:
+        rid = outcome.request_of.get(a.index)
+        if rid is None or rid not in outcome.finished_at:
+            continue
+        done = outcome.finished_at[rid]
+        waits.setdefault(a.queue, []).append(done - a.at)
+        row = rows.get(rid)
+        sizes[a.queue] = sizes.get(a.queue, 0) + ((row.size or 0) if row is not None else 0)
+        last[a.queue] = max(last.get(a.queue, 0.0), done)
+    return {
+        q: {
+            "files": len(w), "bytes": sizes[q], "last_s": round(last[q], 3),
+            "p50_s": _quantile(sorted(w), 0.50), "p95_s": _quantile(sorted(w), 0.95),
+        }
+        for q, w in sorted(waits.items())
+    }  # fmt: skip
 
 
 def _quantile(values: Sequence[float], q: float) -> float:

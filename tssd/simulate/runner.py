@@ -41,6 +41,8 @@ class Options:
     policy: str = "tssd"
     seed: int = 0
     robot_arms: int = 2
+    #: SchedulerSettings fields to override, e.g. (("rao", "off"),).
+    scheduler: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass
@@ -85,7 +87,10 @@ def simulation_settings(options: Options, home: Path) -> Settings:
         time_scale=1.0, seed=options.seed, robot_arms=options.robot_arms,
     )  # fmt: skip
     # Passes come from events (arrivals, finished sessions); the tick is only a safety net.
-    scheduler = SchedulerSettings(tick_s=300.0, keep_mounted_s=60.0, shutdown_grace_s=0.0)
+    scheduler = SchedulerSettings(
+        tick_s=300.0, keep_mounted_s=60.0, shutdown_grace_s=0.0, resync_s=3600.0,
+        **dict(options.scheduler),
+    )  # fmt: skip
     return Settings(home=str(home), sim=sim, scheduler=scheduler)
 
 

@@ -111,7 +111,8 @@ class SimLibrary(TapeBackend):
         self._capacity = (
             settings.tape_capacity if settings.tape_capacity > 0 else self.profile.capacity_bytes
         )
-        self._drives = {f"drive{i}": _Drive(f"drive{i}") for i in range(settings.drives)}
+        names = [f"{settings.drive_prefix}{i}" for i in range(settings.drives)]
+        self._drives = {name: _Drive(name) for name in names}
         # Volume -> drive for every cartridge in a drive or on its way in or out: set
         # before the first await of a mount so two drives can never claim one volume.
         self._claims: dict[str, str] = {}
@@ -397,6 +398,9 @@ class SimLibrary(TapeBackend):
         except (PermanentBackendError, TransientBackendError) as exc:
             await self._discard(bfid)
             return self._write_failed(drive, item, exc)
+        if copy.bfid != bfid:
+            await self._discard(bfid)
+            return self._already_on_tape(drive, item, copy)
         state.head = copy.offset + nbytes
         log.debug(
             "sim.write.file",
@@ -443,6 +447,11 @@ class SimLibrary(TapeBackend):
         self, volume: str, item: WriteItem, bfid: str, nbytes: int, adler: str
     ) -> TapeCopy:
         async with self._alloc:
+            # Checked again under the allocation lock: two writers of one file (two tssd
+            # instances, or a retry racing its original) record one copy, not two.
+            existing = await self._catalog.find_copy(item.pnfsid, nbytes, adler)
+            if existing is not None:
+                return existing
             return await self._catalog.record(
                 volume,
                 bfid=bfid,

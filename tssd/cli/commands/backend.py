@@ -9,7 +9,6 @@ It refuses to run while the daemon answers, unless ``--daemon-running-ok``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 from tssd.cli.commands import (
     EXIT_FAILED,
@@ -22,9 +21,7 @@ from tssd.cli.commands import (
     positive_int,
     wants_json,
 )
-from tssd.config import load_settings
 from tssd.errors import ConfigError, TssdError
-from tssd.logs import configure_logging
 from tssd.wire import ApiError, Client, WireError
 
 group("backend", "test the tape backend (SCSI library self-test)")
@@ -58,6 +55,12 @@ def _daemon_answers(client: Client) -> bool:
     "backend selftest", "inventory, load, write, locate, read back and unload a tape", _arguments
 )
 def selftest(args: argparse.Namespace, client: Client) -> int:
+    # Imported here: every other tssctl command starts faster without them.
+    import asyncio
+
+    from tssd.config import load_settings
+    from tssd.logs import configure_logging
+
     try:
         settings, _ = load_settings(args.config)
     except ConfigError as exc:

@@ -210,8 +210,7 @@ def wait_for(client: Client, ids: list[int], interval: float, stream: TextIO) ->
     try:
         result = _poll_until_finished(client, ids, interval, progress, line)
     except KeyboardInterrupt:
-        if line.tty:  # end the rewritten line so the message does not overwrite it
-            stream.write("\n")
+        line.close()
         raise
     elapsed = time.monotonic() - progress.started
     summary = render.batch_summary(result, len(ids), elapsed, MAX_LISTED_FAILURES)
@@ -233,7 +232,7 @@ def _poll_until_finished(
         unsuccessful = len(ids) - pending - counts.get("done", 0)
         now = time.monotonic()
         progress.update(len(ids) - pending, result["bytes_done"], result["bytes_total"], now)
-        line.show(progress.line(unsuccessful), now, final=pending == 0)
+        line.show(progress.line(unsuccessful), now, pending == 0, len(ids) - pending, len(ids))
         if pending == 0:
             return result
         time.sleep(interval)

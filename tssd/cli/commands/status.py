@@ -6,6 +6,7 @@ import argparse
 
 from tssd.cli import render
 from tssd.cli.commands import EXIT_OK, command, emit_json, wants_json
+from tssd.cluster.view import instances_table
 from tssd.wire import Client
 
 
@@ -16,4 +17,6 @@ def status(args: argparse.Namespace, client: Client) -> int:
         emit_json(data)
     else:
         print(render.status(data))
+        if instances := instances_table(data.get("instances") or []):
+            print("\n" + instances)
     return EXIT_OK

@@ -1,0 +1,122 @@
+"""The deploy kit: the systemd unit, the sample configuration, the dCache pool lines."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tssd.config import Settings, load_settings, sample_toml
+from tssd.shim.args import parse_args
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+BIN = Path(sys.executable).parent
+HARDENING = {
+    "NoNewPrivileges": "yes",
+    "ProtectSystem": "strict",
+    "ProtectHome": "yes",
+    "PrivateTmp": "yes",
+    "CapabilityBoundingSet": "",
+    "RestrictSUIDSGID": "yes",
+    "SystemCallFilter": "@system-service",
+    "ProtectKernelTunables": "yes",
+    "ProtectControlGroups": "yes",
+    "RestrictNamespaces": "yes",
+}
+
+
+def unit_settings() -> dict[str, str]:
+    text = (DEPLOY / "tssd.service").read_text()
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and line[0] != "#")
+
+
+def test_unit_is_hardened() -> None:
+    settings = unit_settings()
+    assert {key: settings.get(key) for key in HARDENING} == HARDENING
+
+
+def installed_unit(tmp_path: Path) -> Path:
+    # The unit names /opt/tssd; verify needs an executable there, so point it at this one.
+    text = (DEPLOY / "tssd.service").read_text()
+    text = text.replace("ExecStart=/opt/tssd/bin/tssd", f"ExecStart={BIN / 'tssd'}")
+    unit = tmp_path / "tssd.service"
+    unit.write_text(text)
+    return unit
+
+
+@pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="needs systemd-analyze")
+def test_systemd_analyze_verify_is_clean(tmp_path: Path) -> None:
+    result = subprocess.run(
+        ["systemd-analyze", "verify", str(installed_unit(tmp_path))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+@pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="needs systemd-analyze")
+def test_systemd_security_exposure_is_low(tmp_path: Path) -> None:
+    result = subprocess.run(
+        ["systemd-analyze", "security", "--offline=yes", str(installed_unit(tmp_path))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = re.search(r"Overall exposure level for tssd.service: (\d+\.\d+)", result.stdout)
+    assert found, result.stdout + result.stderr
+    # 0 = fully locked down, 10 = unprotected; systemd calls below 2.0 "OK".
+    assert float(found.group(1)) < 2.0
+
+
+def test_sample_config_is_the_generated_one() -> None:
+    current = (DEPLOY / "tssd.toml").read_text()
+    assert current == sample_toml(), "regenerate: tssd config --sample > deploy/tssd.toml"
+
+
+def test_sample_config_documents_every_setting_at_its_default(tmp_path: Path) -> None:
+    text = (DEPLOY / "tssd.toml").read_text()
+    commented = set(re.findall(r"^# ([a-z_]+) = ", text, re.MULTILINE))
+    _, origin = load_settings(None, environ={})
+    assert {key.rpartition(".")[2] for key in origin} <= commented
+    # Uncommenting nothing changes nothing: the file loads to the defaults.
+    config = tmp_path / "tssd.toml"
+    config.write_text(text)
+    assert load_settings(config, environ={})[0] == Settings()
+    uncommented = re.sub(r"^# ([a-z_]+ = )", r"\1", text, flags=re.MULTILINE)
+    config.write_text(uncommented)
+    settings, origin = load_settings(config, environ={})
+    assert settings == Settings()
+    assert set(origin.values()) == {"file"}
+
+
+def test_tssd_config_sample_prints_it() -> None:
+    result = subprocess.run(
+        [str(BIN / "tssd"), "config", "--sample"], capture_output=True, text=True, check=True
+    )
+    assert result.stdout == sample_toml()
+
+
+def pool_lines() -> list[list[str]]:
+    lines = (DEPLOY / "dcache-pool.conf").read_text().splitlines()
+    return [shlex.split(line.lstrip("#")) for line in lines if "hsm create" in line]
+
+
+@pytest.mark.parametrize("mode", ["poll", "block"])
+def test_pool_setup_lines_give_the_script_what_it_understands(mode: str) -> None:
+    [words] = [w for w in pool_lines() if f"-mode={mode}" in w]
+    assert words[:5] == ["hsm", "create", "osm", "osm", "script"]
+    options = dict(w[1:].split("=", 1) for w in words[5:])
+    assert options["command"].endswith("/tss-hsm-fast")
+    assert ("p:delay" in options) == (mode == "poll")
+    assert int(options["c:gets"]) >= 200
+    # dCache keeps command, c:* and p:* and passes the rest after the call's own arguments.
+    passed = [w for w in words[5:] if not w.startswith(("-command=", "-c:", "-p:"))]
+    call = parse_args(["remove", "-uri=osm://osm/?store=s&group=g&bfid=b1", *passed])
+    assert (call.options.mode, call.options.tssd) == (mode, "/run/tssd/tssd.sock")
+    assert call.options.hsm_instance == words[3]

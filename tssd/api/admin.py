@@ -1,0 +1,221 @@
+"""Operator routes: queues, drives, tapes, mount history and the efficiency report.
+
+The queries live in :mod:`tssd.db.admin` and :mod:`tssd.db.reports`; this module parses
+parameters, applies live changes (drive enable/disable) and shapes the JSON (docs/api.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from tssd.api.routes import int_param, read_json, services
+from tssd.db.admin import UNSET, AdminStore, MountFilter
+from tssd.db.reports import ReportStore
+from tssd.errors import InvalidRequest, TssdError
+from tssd.scheduler.drives import DriveState
+from tssd.services import Services
+
+log = structlog.get_logger()
+QUEUE_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+VOLUME_RE = re.compile(r"[A-Za-z0-9_.:-]{1,32}")
+DRAIN_POLL_S = 1.0
+DRAINS: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("drains", set)
+
+
+def admin(request: web.Request) -> AdminStore:
+    return AdminStore(services(request).store.sessions)
+
+
+def time_param(request: web.Request, name: str, default: datetime) -> datetime:
+    return optional_time(request, name) or default
+
+
+def optional_time(request: web.Request, name: str) -> datetime | None:
+    raw = request.query.get(name)
+    if not raw:
+        return None
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        raise InvalidRequest(f"{name} must be an ISO 8601 time, got {raw!r}") from None
+    # Years at the ends of datetime's range overflow in arithmetic (found by fuzzing).
+    if not 1970 <= value.year <= 9998:
+        raise InvalidRequest(f"{name} must be between the years 1970 and 9998, got {raw!r}")
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+# -- queues -----------------------------------------------------------------------------
+
+
+async def list_queues(request: web.Request) -> web.Response:
+    default = services(request).settings.scheduler.default_queue
+    return web.json_response({"queues": await admin(request).queues(always=default)})
+
+
+async def set_queue(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    if not QUEUE_RE.fullmatch(name):
+        raise InvalidRequest("queue name must match [A-Za-z0-9_.:-]{1,64}")
+    body = await read_json(request)
+    if not isinstance(body, dict) or set(body) - {"priority", "max_drives", "paused"}:
+        raise InvalidRequest('body must be {"priority": N, "max_drives": N|null, "paused": bool}')
+    changes: dict[str, Any] = {}
+    if "priority" in body:
+        changes["priority"] = _integer(body["priority"], "priority", -1_000_000, 1_000_000)
+    if "max_drives" in body:
+        raw = body["max_drives"]
+        changes["max_drives"] = None if raw is None else _integer(raw, "max_drives", 1, 10_000)
+    if "paused" in body:
+        if not isinstance(body["paused"], bool):
+            raise InvalidRequest("paused must be true or false")
+        changes["paused"] = body["paused"]
+    queue = await admin(request).set_queue(
+        name,
+        priority=changes.get("priority"),
+        max_drives=changes.get("max_drives", UNSET),
+        paused=changes.get("paused"),
+    )
+    log.info("queue.changed", queue=name, **changes)
+    services(request).store.notifier.work.set()  # a resumed queue may start work now
+    return web.json_response({"queue": queue})
+
+
+def _integer(value: Any, name: str, lo: int, hi: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise InvalidRequest(f"{name} must be an integer from {lo} to {hi}")
+    return value
+
+
+# -- drives -----------------------------------------------------------------------------
+
+
+def _live(svc: Services, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The database view of the drives, with the in-memory state of this daemon."""
+    for row in rows:
+        state = svc.drives.drives.get(row["name"])
+        if state is not None:
+            row.update(state=state.state, volume=state.volume, last_error=state.last_error)
+    return rows
+
+
+async def list_drives(request: web.Request) -> web.Response:
+    svc = services(request)
+    return web.json_response({"drives": _live(svc, await admin(request).drives())})
+
+
+async def enable_drive(request: web.Request) -> web.Response:
+    return await _set_enabled(request, True)
+
+
+async def disable_drive(request: web.Request) -> web.Response:
+    return await _set_enabled(request, False)
+
+
+async def _set_enabled(request: web.Request, enabled: bool) -> web.Response:
+    svc = services(request)
+    name = request.match_info["name"]
+    await admin(request).set_drive_enabled(name, enabled)
+    state = svc.drives.drives.get(name)
+    if state is not None:
+        state.enabled = enabled
+        svc.drives.update_gauge()
+        if not enabled and state.volume is not None:
+            _drain(request.app, svc, state)
+    log.info("drive.operator_enable" if enabled else "drive.operator_disable", drive=name)
+    svc.store.notifier.work.set()
+    rows = _live(svc, await admin(request).drives())
+    return web.json_response({"drive": next(d for d in rows if d["name"] == name)})
+
+
+def _drain(app: web.Application, svc: Services, drive: DriveState) -> None:
+    """Dismount the tape of a disabled drive once its session ends, so that the tape's
+    queue can move to another drive (the scheduler only dismounts enabled drives)."""
+    task = asyncio.create_task(_dismount_when_idle(svc, drive), name=f"drain:{drive.name}")
+    drains = app[DRAINS]
+    drains.add(task)
+    task.add_done_callback(drains.discard)
+
+
+async def _dismount_when_idle(svc: Services, drive: DriveState) -> None:
+    # DriveState has no "session ended" event; a poll once a second is plenty here.
+    while True:
+        if drive.enabled or not drive.busy:
+            break
+        await asyncio.sleep(DRAIN_POLL_S)
+    volume = drive.volume
+    if drive.enabled or volume is None:
+        return
+    # Keeps the scheduler from mounting this tape elsewhere while it is still here.
+    guarded: set[str] = getattr(svc.scheduler, "_volumes_busy", set())
+    guarded.add(volume)
+    drive.busy = True
+    try:
+        await svc.drives.dismount(drive)
+    except TssdError as exc:
+        log.warning("dismount.failed", drive=drive.name, volume=volume, error=str(exc))
+    finally:
+        drive.busy = False
+        guarded.discard(volume)
+        svc.drives.update_gauge()
+        svc.store.notifier.work.set()
+
+
+# -- tapes and mounts -------------------------------------------------------------------
+
+
+async def list_tapes(request: web.Request) -> web.Response:
+    limit = int_param(request, "limit", 1000, lo=1, hi=100_000) or 1000
+    after = request.query.get("after") or None
+    tapes, nxt = await admin(request).tapes(limit, after)
+    return web.json_response({"tapes": tapes, "next": nxt})
+
+
+async def show_tape(request: web.Request) -> web.Response:
+    volume = request.match_info["volume"]
+    if not VOLUME_RE.fullmatch(volume):
+        raise InvalidRequest("volume must match [A-Za-z0-9_.:-]{1,32}")
+    return web.json_response({"tape": await admin(request).tape(volume)})
+
+
+async def list_mounts(request: web.Request) -> web.Response:
+    flt = MountFilter(
+        since=optional_time(request, "since"),
+        until=optional_time(request, "until"),
+        drive=request.query.get("drive") or None,
+        volume=request.query.get("volume") or None,
+        limit=int_param(request, "limit", 1000, lo=1, hi=100_000) or 1000,
+        after=int_param(request, "after", None),
+        newest=request.query.get("newest") in ("1", "true"),
+    )
+    mounts, nxt = await admin(request).mounts(flt)
+    return web.json_response({"mounts": mounts, "next": nxt})
+
+
+async def efficiency_report(request: web.Request) -> web.Response:
+    now = datetime.now(UTC)
+    until = time_param(request, "until", now)
+    since = time_param(request, "since", until - timedelta(days=1))
+    if since >= until:
+        raise InvalidRequest("since must be before until")
+    bins = int_param(request, "bins", 0, lo=0, hi=1000) or 0
+    report = await ReportStore(services(request).store.sessions).efficiency(since, until, bins)
+    return web.json_response(report)
+
+
+def add_admin_routes(app: web.Application) -> None:
+    app[DRAINS] = set()
+    app.router.add_get("/v1/queues", list_queues)
+    app.router.add_patch("/v1/queues/{name}", set_queue)
+    app.router.add_get("/v1/drives", list_drives)
+    app.router.add_post("/v1/drives/{name}/enable", enable_drive)
+    app.router.add_post("/v1/drives/{name}/disable", disable_drive)
+    app.router.add_get("/v1/tapes", list_tapes)
+    app.router.add_get("/v1/tapes/{volume}", show_tape)
+    app.router.add_get("/v1/mounts", list_mounts)
+    app.router.add_get("/v1/report/efficiency", efficiency_report)

@@ -1,0 +1,131 @@
+"""OpenAPI paths of the operator routes (tssd/api/admin.py), merged into /openapi.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_OBJ = {"type": "object"}
+_ERR = {"$ref": "#/components/schemas/Error"}
+
+
+def _ok(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": "OK", "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    body = {"description": "error", "content": {"application/json": {"schema": _ERR}}}
+    return {str(c): body for c in codes}
+
+
+def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema}
+
+
+def _path(name: str, pattern: str) -> dict[str, Any]:
+    schema = {"type": "string", "pattern": pattern}
+    return {"name": name, "in": "path", "required": True, "schema": schema}
+
+
+def _list(key: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {key: {"type": "array", "items": _OBJ}}}
+
+
+_TIME = {"type": "string", "format": "date-time"}
+_LIMIT = _query("limit", {"type": "integer", "minimum": 1, "maximum": 100000})
+_QUEUE_NAME = _path("name", "^[A-Za-z0-9_.:-]{1,64}$")
+_DRIVE = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+_QUEUE_BODY = {
+    "type": "object",
+    "properties": {
+        "priority": {"type": "integer", "minimum": -1000000, "maximum": 1000000},
+        "max_drives": {"type": ["integer", "null"], "minimum": 1, "maximum": 10000},
+        "paused": {"type": "boolean"},
+    },
+    "additionalProperties": False,
+}
+
+
+def _drive_action(verb: str) -> dict[str, Any]:
+    return {
+        "post": {
+            "summary": f"{verb.capitalize()} a drive",
+            "operationId": f"{verb}Drive",
+            "parameters": [_DRIVE],
+            "responses": {"200": _ok(_OBJ), **_errors(404)},
+        }
+    }
+
+
+ADMIN_PATHS: dict[str, Any] = {
+    "/v1/queues": {
+        "get": {
+            "summary": "Queues",
+            "operationId": "listQueues",
+            "responses": {"200": _ok(_list("queues"))},
+        }
+    },
+    "/v1/queues/{name}": {
+        "patch": {
+            "summary": "Create or change a queue",
+            "operationId": "setQueue",
+            "parameters": [_QUEUE_NAME],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _QUEUE_BODY}},
+            },
+            "responses": {"200": _ok(_OBJ), **_errors(400)},
+        }
+    },
+    "/v1/drives": {
+        "get": {
+            "summary": "Drives",
+            "operationId": "listDrives",
+            "responses": {"200": _ok(_list("drives"))},
+        }
+    },
+    "/v1/drives/{name}/enable": _drive_action("enable"),
+    "/v1/drives/{name}/disable": _drive_action("disable"),
+    "/v1/tapes": {
+        "get": {
+            "summary": "Tapes mounted or with recalls pending",
+            "operationId": "listTapes",
+            "parameters": [_LIMIT, _query("after", {"type": "string"})],
+            "responses": {"200": _ok(_list("tapes")), **_errors(400)},
+        }
+    },
+    "/v1/tapes/{volume}": {
+        "get": {
+            "summary": "One tape with its requests and last mounts",
+            "operationId": "showTape",
+            "parameters": [_path("volume", "^[A-Za-z0-9_.:-]{1,32}$")],
+            "responses": {"200": _ok(_OBJ), **_errors(400, 404)},
+        }
+    },
+    "/v1/mounts": {
+        "get": {
+            "summary": "Mount history",
+            "operationId": "listMounts",
+            "parameters": [
+                _query("since", _TIME),
+                _query("until", _TIME),
+                _query("drive", {"type": "string"}),
+                _query("volume", {"type": "string"}),
+                _LIMIT,
+                _query("after", {"type": "integer"}),
+            ],
+            "responses": {"200": _ok(_list("mounts")), **_errors(400)},
+        }
+    },
+    "/v1/report/efficiency": {
+        "get": {
+            "summary": "Mount efficiency per drive, queue and tape",
+            "operationId": "efficiencyReport",
+            "parameters": [
+                _query("since", _TIME),
+                _query("until", _TIME),
+                _query("bins", {"type": "integer", "minimum": 0, "maximum": 1000}),
+            ],
+            "responses": {"200": _ok(_OBJ), **_errors(400)},
+        }
+    },
+}

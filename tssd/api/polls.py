@@ -1,0 +1,61 @@
+"""``POST /v1/requests/obtain``: every ``tss-hsm`` put or get, in one round trip.
+
+In poll mode dCache calls the script for every pending stage every ``p:delay``, so this is
+the hottest route tssd has. An open request is answered from the store's
+:class:`~tssd.db.polls.PollIndex` with bytes encoded when the request last changed; only
+the first call of a stage and the call that collects the outcome reach the database.
+"""
+
+from __future__ import annotations
+
+import structlog
+from aiohttp import web
+
+from tssd.api.routes import check_paths, read_json, services
+from tssd.api.schemas import request_json
+from tssd.db.models import Kind
+from tssd.errors import InvalidRequest, ShuttingDown
+from tssd.submit import parse_submit
+
+log = structlog.get_logger()
+ADOPT = ("finished", "open")
+
+
+async def obtain_request(request: web.Request) -> web.Response:
+    """Adopt the request this call is about, or submit it (see docs/dcache.md).
+
+    The body is a request as for ``POST /v1/requests`` plus ``"adopt"``: ``"finished"``
+    (default) adopts an open request, or a finished one for the same path whose outcome
+    has not been reported; ``"open"`` adopts only an open one. The answer is
+    ``{"created", "reported", "request"}``; for an open request, ``request`` may carry
+    only ``id``, ``kind``, ``state``, ``pnfsid``, ``path`` and ``queue``.
+    """
+    svc = services(request)
+    body = await read_json(request)
+    if not isinstance(body, dict):
+        raise InvalidRequest("a request must be a JSON object")
+    adopt = body.pop("adopt", "finished")
+    if adopt not in ADOPT:
+        raise InvalidRequest('adopt must be "finished" or "open"')
+    spec = parse_submit(body, svc.settings.scheduler.default_queue)
+    if spec.kind is Kind.REMOVE:
+        raise InvalidRequest("obtain takes a recall or a migration; submit removals")
+    entry = svc.store.polls.lookup(spec.kind.value, spec.key)
+    if entry is not None:
+        return web.Response(body=entry.answer, content_type="application/json")
+    if not svc.accepting:
+        raise ShuttingDown("tssd is shutting down and accepts no new requests")
+    check_paths(svc, spec)  # after the poll lookup: only new requests pay for it
+    found = await svc.store.obtain(spec, adopt_finished=adopt == "finished")
+    row = found.row
+    if found.created:
+        log.info(
+            "request.submitted", request_id=row.id, kind=row.kind, pnfsid=row.pnfsid,
+            queue=row.queue,
+        )  # fmt: skip
+    answer = {"created": found.created, "reported": found.reported, "request": request_json(row)}
+    return web.json_response(answer, status=201 if found.created else 200)
+
+
+def add_poll_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/requests/obtain", obtain_request)

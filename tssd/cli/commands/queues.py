@@ -1,0 +1,79 @@
+"""``tssctl queues list|set``: named queues, their priority, drive limit and pause flag.
+
+The values are kept in the database (the ``queues`` table); the scheduler reads them on
+its next pass, so a change applies within a second or so, without a restart.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from tssd.cli import views
+from tssd.cli.commands import (
+    EXIT_OK,
+    EXIT_USAGE,
+    command,
+    emit_json,
+    fail,
+    group,
+    queue_name,
+    wants_json,
+)
+from tssd.wire import Client
+
+group("queues", "list queues, or change a queue's priority, drive limit or pause")
+
+
+@command("queues list", "queues with their settings, queued and active requests")
+def queues_list(args: argparse.Namespace, client: Client) -> int:
+    data = client.call("GET", "/v1/queues")
+    if wants_json(args):
+        emit_json(data)
+    else:
+        print(views.queues_table(data["queues"]))
+    return EXIT_OK
+
+
+def max_drives(text: str) -> int | None:
+    if text.lower() in ("any", "none", "unlimited"):
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number or 'any': {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1 (or 'any' for no limit)")
+    return value
+
+
+def _set_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", type=queue_name, metavar="NAME", help="queue (created if new)")
+    parser.add_argument("--priority", type=int, metavar="N", help="higher goes first")
+    parser.add_argument(
+        "--max-drives", type=max_drives, metavar="N", default=argparse.SUPPRESS,
+        help="most drives the queue may use at once ('any' = no limit)",
+    )  # fmt: skip
+    pause = parser.add_mutually_exclusive_group()
+    pause.add_argument("--pause", action="store_true", help="start no new work for the queue")
+    pause.add_argument("--resume", action="store_true", help="undo --pause")
+
+
+@command("queues set", "create a queue or change its settings", _set_arguments)
+def queues_set(args: argparse.Namespace, client: Client) -> int:
+    body: dict[str, Any] = {}
+    if args.priority is not None:
+        body["priority"] = args.priority
+    if "max_drives" in vars(args):
+        body["max_drives"] = args.max_drives
+    if args.pause or args.resume:
+        body["paused"] = bool(args.pause)
+    if not body:
+        return fail("nothing to change: give --priority, --max-drives, --pause or --resume",
+                    EXIT_USAGE)  # fmt: skip
+    data = client.call("PATCH", f"/v1/queues/{args.name}", body)
+    if wants_json(args):
+        emit_json(data)
+    else:
+        print(views.queues_table([data["queue"]]))
+    return EXIT_OK

@@ -1,0 +1,184 @@
+"""This instance's place among those sharing the database: register, heartbeat, reap.
+
+On SQLite (or with ``cluster.enabled = false``) the node is local: no table is written and
+the status shows this instance alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import structlog
+
+from tssd.backends.base import TapeBackend
+from tssd.cluster.claims import LocalClaims, SharedClaims, VolumeClaims
+from tssd.cluster.listen import WorkListener
+from tssd.cluster.reaper import Reaper
+from tssd.cluster.registry import Registry
+from tssd.config import ClusterSettings
+from tssd.db.models import State, utcnow
+from tssd.db.store import RequestStore
+from tssd.errors import ConfigError
+
+log = structlog.get_logger()
+
+#: Exit status of an instance that lost its lease (EX_TEMPFAIL: the service manager
+#: restarts it, and it comes back as a fresh live instance).
+FENCED_EXIT = 75
+#: Fraction of the lease without a renewal after which an instance stops by itself; the
+#: others reap it only after the whole lease, and after a lease of their own renewals.
+FENCE_AT = 2 / 3
+
+
+def instance_id(settings: ClusterSettings) -> str:
+    return settings.instance or socket.gethostname()
+
+
+def fence(instance: str) -> None:
+    """Stop at once, writing nothing more: others have taken this instance's work."""
+    log.critical("cluster.fenced", instance=instance)
+    os._exit(FENCED_EXIT)
+
+
+class Node:
+    """The cluster as one instance sees it."""
+
+    def __init__(self, instance: str, claims: VolumeClaims) -> None:
+        self.instance = instance
+        self.claims = claims
+        self.drive_names: list[str] = []
+        #: Called when others changed the queue (the scheduler reloads its index).
+        self.on_changes: Callable[[], None] | None = None
+
+    @property
+    def shared(self) -> bool:
+        return False
+
+    async def status(self) -> list[dict[str, Any]]:
+        now = utcnow().isoformat()
+        return [
+            {"id": self.instance, "host": socket.gethostname(), "pid": os.getpid(),
+             "state": "live", "self": True, "started_at": None, "heartbeat_at": now,
+             "heartbeat_age_s": 0.0, "drives": [{"name": n} for n in self.drive_names]}
+        ]  # fmt: skip
+
+
+class SharedNode(Node):
+    """One of several instances on one PostgreSQL database."""
+
+    def __init__(
+        self,
+        settings: ClusterSettings,
+        store: RequestStore,
+        on_lost: Callable[[str], None] = fence,
+    ) -> None:
+        instance = instance_id(settings)
+        self._claims = SharedClaims(store.sessions, instance)
+        super().__init__(instance, self._claims)
+        self.settings = settings
+        self.registry = Registry(store.sessions, instance, socket.gethostname(), settings.lease_s)
+        self.reaper = Reaper(store, instance, settings.lease_s)
+        self.listener = WorkListener(store.engine, on_done=self._finished_elsewhere)
+        self._store = store
+        self.on_lost = on_lost
+        self._task: asyncio.Task[None] | None = None
+        self._renewed = asyncio.get_running_loop().time()
+        #: Since when this instance's renewals have come without a long gap.
+        self._streak = self._renewed
+
+    @property
+    def shared(self) -> bool:
+        return True
+
+    async def start(self, drive_names: list[str]) -> None:
+        self.drive_names = drive_names
+        self._claims.own(drive_names)
+        await self.registry.register(drive_names)
+        await self._claims.refresh()
+        await self.listener.ensure()
+        self._task = asyncio.create_task(self._beat(), name="cluster-heartbeat")
+        log.info("cluster.joined", instance=self.instance, drives=drive_names)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self.listener.close()
+        await self.registry.stopped()
+        log.info("cluster.left", instance=self.instance)
+
+    async def status(self) -> list[dict[str, Any]]:
+        return await self.registry.view()
+
+    async def _beat(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_s)
+            try:
+                await self.tick()
+            except Exception as exc:  # the database may be failing over: keep trying
+                log.warning("cluster.heartbeat_failed", instance=self.instance, error=str(exc))
+            if loop.time() - self._renewed > self.settings.lease_s * FENCE_AT:
+                # Cut off from the database while others may not be: stop before they can
+                # reap us, so nothing of ours is written after our work is given away.
+                self.on_lost(self.instance)
+                return
+
+    def _finished_elsewhere(self, request_id: int) -> None:
+        # As if finished here: waiters wake, the scheduler's index and the poll cache drop
+        # it (any final state does). Our own finishes come back too; all of this is
+        # idempotent.
+        self._store.polls.moved([request_id], State.DONE)
+        self._store.notifier.finished([request_id])
+
+    async def tick(self) -> None:
+        """Renew the lease, reap the dead, refresh the foreign volumes."""
+        if not await self.registry.renew():
+            self.on_lost(self.instance)
+            return
+        now = asyncio.get_running_loop().time()
+        if now - self._renewed > self.settings.lease_s / 3:
+            # We were cut off (the database failing over?): so were the others, probably.
+            self._streak = now
+        self._renewed = now
+        # Reap only with a lease's worth of renewals behind us: after an outage everyone's
+        # heartbeat is old, and the others get a whole lease to renew theirs first.
+        steady = now - self._streak >= self.settings.lease_s
+        dead = await self.reaper.reap() if steady else []
+        await self._claims.refresh()
+        await self.listener.ensure()
+        # Alone, this instance's own index is current: only others' changes need a reload.
+        announced = self.listener.take() and await self.registry.others_live()
+        if (dead or announced) and self.on_changes is not None:
+            self.on_changes()
+
+
+@asynccontextmanager
+async def cluster_node(
+    settings: ClusterSettings, store: RequestStore, backend: TapeBackend
+) -> AsyncIterator[Node]:
+    """The node of this daemon: shared on PostgreSQL (unless disabled), else local."""
+    if not (settings.enabled and store.postgres):
+        node = Node(instance_id(settings), LocalClaims())
+        node.drive_names = [d.name for d in await backend.drives()]
+        yield node
+        return
+    if settings.lease_s < 3 * settings.heartbeat_s:
+        raise ConfigError(
+            f"cluster.lease_s ({settings.lease_s}) must be at least 3 heartbeats "
+            f"(cluster.heartbeat_s = {settings.heartbeat_s})"
+        )
+    shared = SharedNode(settings, store)
+    store.instance = shared.instance
+    await shared.start([d.name for d in await backend.drives()])
+    try:
+        yield shared
+    finally:
+        with contextlib.suppress(Exception):
+            await shared.close()

@@ -1,0 +1,300 @@
+"""Operator queries: queues, drives, tapes and mount history (``tssctl`` and /v1 admin).
+
+Everything here reads or writes the durable tables; the live drive view (busy, the volume
+in a drive this very moment) is merged in by the caller from the DriveManager.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from tssd.db.models import OPEN_STATES, Drive, Kind, Mount, QueueRow, Request, Tape, utcnow
+from tssd.errors import Conflict, NotFound
+
+DAY = timedelta(days=1)
+UNSET: Any = object()  # a keyword left out, as opposed to None (= "no limit")
+
+
+def aware(value: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes; tssd stores UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def iso(value: datetime | None) -> str | None:
+    stamp = aware(value)
+    return stamp.isoformat() if stamp else None
+
+
+def seconds(start: datetime | None, end: datetime | None) -> float | None:
+    a, b = aware(start), aware(end)
+    if a is None or b is None:
+        return None
+    return max(0.0, (b - a).total_seconds())
+
+
+def mount_json(row: Mount) -> dict[str, Any]:
+    """A mount with its derived figures; efficiency as the metric defines it.
+
+    ``session_s`` runs from the mount request to the end of the dismount, like the
+    ``tssd_mount_session_seconds`` observation, so the two agree.
+    """
+    session_s = seconds(row.requested_at, row.dismounted_at)
+    efficiency = None
+    if session_s is not None:
+        efficiency = min(1.0, row.transfer_s / session_s) if session_s > 0 else 0.0
+    return {
+        "id": row.id,
+        "drive": row.drive,
+        "volume": row.volume,
+        "purpose": row.purpose,
+        "requested_at": iso(row.requested_at),
+        "ready_at": iso(row.ready_at),
+        "dismounted_at": iso(row.dismounted_at),
+        "open": row.dismounted_at is None,
+        "mount_s": seconds(row.requested_at, row.ready_at),
+        "session_s": session_s,
+        "files": row.files,
+        "bytes": row.bytes,
+        "transfer_s": round(row.transfer_s, 6),
+        "efficiency": efficiency,
+    }
+
+
+@dataclass(frozen=True)
+class MountFilter:
+    since: datetime | None = None
+    until: datetime | None = None
+    drive: str | None = None
+    volume: str | None = None
+    limit: int = 1000
+    after: int | None = None
+    #: Only the newest *limit* matches (still returned oldest first).
+    newest: bool = False
+
+
+class AdminStore:
+    """Queues, drives, tapes and mounts as operators see them."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.sessions = sessions
+
+    # -- queues -------------------------------------------------------------------------
+
+    async def queues(self, always: str | None = None) -> list[dict[str, Any]]:
+        """Configured queues, queues with open requests and *always*, with their load."""
+        load = (
+            select(
+                Request.queue,
+                Request.state,
+                func.count(),
+                func.coalesce(func.sum(Request.size), 0),
+                func.min(Request.created_at),
+            )
+            .where(Request.state.in_(OPEN_STATES))
+            .group_by(Request.queue, Request.state)
+        )
+        async with self.sessions() as session:
+            rows = {q.name: q for q in (await session.scalars(select(QueueRow))).all()}
+            counts = (await session.execute(load)).all()
+        found: dict[str, dict[str, Any]] = {name: _queue(name, q) for name, q in rows.items()}
+        if always is not None and always not in found:
+            found[always] = _queue(always, None)
+        for queue, state, n, nbytes, oldest in counts:
+            entry = found.setdefault(queue, _queue(queue, None))
+            entry[state] += n
+            entry[f"{state}_bytes"] += int(nbytes or 0)
+            if state == "queued":
+                entry["oldest_queued_at"] = iso(oldest)
+        return [found[name] for name in sorted(found)]
+
+    async def set_queue(
+        self,
+        name: str,
+        *,
+        priority: int | None = None,
+        max_drives: Any = UNSET,
+        paused: bool | None = None,
+    ) -> dict[str, Any]:
+        """Create or change a queue; only the given fields change."""
+        for attempt in range(2):
+            try:
+                async with self.sessions.begin() as session:
+                    row = await session.get(QueueRow, name)
+                    if row is None:
+                        row = QueueRow(name=name, priority=0, max_drives=None, paused=False)
+                        session.add(row)
+                    if priority is not None:
+                        row.priority = priority
+                    if max_drives is not UNSET:
+                        row.max_drives = max_drives
+                    if paused is not None:
+                        row.paused = paused
+                break
+            except IntegrityError as exc:  # created concurrently: change that row instead
+                if attempt:
+                    raise Conflict(f"queue {name} changed concurrently; try again") from exc
+        return next(q for q in await self.queues() if q["name"] == name)
+
+    # -- drives -------------------------------------------------------------------------
+
+    async def drives(self) -> list[dict[str, Any]]:
+        day_ago = utcnow() - DAY
+        recent = (
+            select(Mount.drive, func.count(), func.max(Mount.requested_at))
+            .where(Mount.requested_at >= day_ago)
+            .group_by(Mount.drive)
+        )
+        async with self.sessions() as session:
+            rows = (await session.scalars(select(Drive).order_by(Drive.name))).all()
+            mounts = {d: (n, last) for d, n, last in (await session.execute(recent)).all()}
+        return [
+            {
+                "name": d.name,
+                "enabled": d.enabled,
+                "state": d.state if d.enabled else "disabled",
+                "volume": d.volume,
+                "updated_at": iso(d.updated_at),
+                "mounts_24h": mounts.get(d.name, (0, None))[0],
+                "last_mount_at": iso(mounts.get(d.name, (0, None))[1]),
+            }
+            for d in rows
+        ]
+
+    async def set_drive_enabled(self, name: str, enabled: bool) -> None:
+        async with self.sessions.begin() as session:
+            result = await session.execute(
+                update(Drive).where(Drive.name == name).values(enabled=enabled, updated_at=utcnow())
+            )
+        if not getattr(result, "rowcount", 1):
+            raise NotFound(f"no drive {name}")
+
+    # -- tapes --------------------------------------------------------------------------
+
+    async def tapes(self, limit: int, after: str | None = None) -> tuple[list[dict[str, Any]], Any]:
+        """Tapes known to tssd (mounted once or with recalls waiting), by volume name."""
+        day_ago = utcnow() - DAY
+        known = select(Tape)
+        queued = _open_recalls_per_volume()
+        recent = (
+            select(Mount.volume, func.count())
+            .where(Mount.requested_at >= day_ago)
+            .group_by(Mount.volume)
+        )
+        if after is not None:
+            known = known.where(Tape.volume > after)
+            queued = queued.where(Request.volume > after)
+        async with self.sessions() as session:
+            tapes = {t.volume: t for t in (await session.scalars(known)).all()}
+            waiting = {v: (n, int(b or 0)) for v, n, b in (await session.execute(queued)).all()}
+            mounts_24h = dict((await session.execute(recent)).all())
+            holders = dict((await session.execute(select(Drive.volume, Drive.name))).all())
+        volumes = sorted(set(tapes) | set(waiting))
+        page, more = volumes[:limit], len(volumes) > limit
+        found = [
+            _tape(v, tapes.get(v), waiting.get(v, (0, 0)), mounts_24h.get(v, 0), holders.get(v))
+            for v in page
+        ]
+        return found, (page[-1] if more and page else None)
+
+    async def tape(self, volume: str, history: int = 20) -> dict[str, Any]:
+        """One tape: its counters, requests by state, the drive holding it, last mounts."""
+        day_ago = utcnow() - DAY
+        by_state = (
+            select(Request.state, func.count(), func.coalesce(func.sum(Request.size), 0))
+            .where(Request.volume == volume)
+            .group_by(Request.state)
+        )
+        last = select(Mount).where(Mount.volume == volume).order_by(Mount.id.desc()).limit(history)
+        async with self.sessions() as session:
+            row = await session.get(Tape, volume)
+            states = (await session.execute(by_state)).all()
+            mounts = list((await session.scalars(last)).all())
+            holder = await session.scalar(select(Drive.name).where(Drive.volume == volume))
+        if row is None and not states and not mounts:
+            raise NotFound(f"no tape {volume} known to tssd (never mounted, no requests)")
+        queued = next(((n, int(b or 0)) for s, n, b in states if s == "queued"), (0, 0))
+        recent = sum(1 for m in mounts if (aware(m.requested_at) or day_ago) >= day_ago)
+        return {
+            **_tape(volume, row, queued, recent, holder),
+            "requests": {s: {"count": n, "bytes": int(b or 0)} for s, n, b in states},
+            "history": [mount_json(m) for m in reversed(mounts)],
+        }
+
+    # -- mounts -------------------------------------------------------------------------
+
+    async def mounts(self, flt: MountFilter) -> tuple[list[dict[str, Any]], int | None]:
+        """Mount history in id (= time) order; the id to continue after, if more match."""
+        order = Mount.id.desc() if flt.newest else Mount.id
+        stmt = select(Mount).order_by(order).limit(flt.limit + (0 if flt.newest else 1))
+        if flt.since is not None:
+            # A mount still open at `since` belongs to the window too.
+            stmt = stmt.where(
+                (Mount.requested_at >= flt.since)
+                | (Mount.dismounted_at.is_(None))
+                | (Mount.dismounted_at >= flt.since)
+            )
+        if flt.until is not None:
+            stmt = stmt.where(Mount.requested_at < flt.until)
+        if flt.drive:
+            stmt = stmt.where(Mount.drive == flt.drive)
+        if flt.volume:
+            stmt = stmt.where(Mount.volume == flt.volume)
+        if flt.after is not None:
+            stmt = stmt.where(Mount.id > flt.after)
+        async with self.sessions() as session:
+            rows = list((await session.scalars(stmt)).all())
+        if flt.newest:
+            return [mount_json(r) for r in reversed(rows)], None
+        more = len(rows) > flt.limit
+        rows = rows[: flt.limit]
+        return [mount_json(r) for r in rows], (rows[-1].id if more else None)
+
+
+def _open_recalls_per_volume() -> Any:
+    return (
+        select(Request.volume, func.count(), func.coalesce(func.sum(Request.size), 0))
+        .where(
+            Request.kind == Kind.RECALL,
+            Request.state.in_(OPEN_STATES),
+            Request.volume.is_not(None),
+        )
+        .group_by(Request.volume)
+    )
+
+
+def _queue(name: str, row: QueueRow | None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "configured": row is not None,
+        "priority": row.priority if row else 0,
+        "max_drives": row.max_drives if row else None,
+        "paused": row.paused if row else False,
+        "queued": 0,
+        "active": 0,
+        "queued_bytes": 0,
+        "active_bytes": 0,
+        "oldest_queued_at": None,
+    }
+
+
+def _tape(
+    volume: str, row: Tape | None, waiting: tuple[int, int], mounts_24h: int, drive: str | None
+) -> dict[str, Any]:
+    return {
+        "volume": volume,
+        "state": row.state if row else "ok",
+        "mounts": row.mounts if row else 0,
+        "mounts_24h": mounts_24h,
+        "last_mounted_at": iso(row.last_mounted_at) if row else None,
+        "pending": waiting[0],
+        "pending_bytes": waiting[1],
+        "drive": drive,
+    }

@@ -1,0 +1,154 @@
+"""The ``tssd`` policy's choice of recall tapes: planner + cost model, once per pass.
+
+Keeps the last pass's verdicts (which rule holds each tape) and estimated start times,
+which ``explain.py`` turns into ``tssctl why`` answers and request ETAs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from tssd.backends.sim.profiles import Profile
+from tssd.clock import Clock
+from tssd.config import SchedulerSettings
+from tssd.db.models import utcnow
+from tssd.scheduler.cost import Context, QueuePolicy, Verdict, evaluate
+from tssd.scheduler.drives import DriveManager
+from tssd.scheduler.planner import Planner
+from tssd.scheduler.queues import load_pending, load_queues
+
+log = structlog.get_logger()
+
+
+@dataclass
+class Running:
+    """A recall session as the chooser sees it."""
+
+    volume: str
+    queue: str
+    priority: int
+    until: float  # estimated end (clock seconds)
+
+
+@dataclass
+class Chooser:
+    settings: SchedulerSettings
+    sessions: async_sessionmaker[AsyncSession]
+    drives: DriveManager
+    profile: Profile
+    clock: Clock
+    planner: Planner = field(default_factory=Planner)
+    queues: dict[str, QueuePolicy] = field(default_factory=dict)
+    #: Recall sessions by drive name.
+    running: dict[str, Running] = field(default_factory=dict)
+    #: Last pass: every tape's verdict, and the estimated start of eligible ones.
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    starts: dict[str, float] = field(default_factory=dict)
+    resynced_at: float = float("-inf")
+
+    async def resync(self) -> None:
+        """Reload the planner and the queue settings from the database."""
+        self.planner.begin_resync()
+        entries = await load_pending(self.sessions, self.clock.now(), utcnow())
+        self.planner.finish_resync(entries)
+        self.queues = await load_queues(self.sessions)
+        self.resynced_at = self.clock.now()
+        log.debug("planner.resynced", pending=len(self.planner), tapes=len(self.planner.tapes))
+
+    async def refresh(self, *, full: bool) -> None:
+        if full:
+            if self.clock.now() - self.resynced_at >= self.settings.resync_s:
+                await self.resync()
+            else:
+                self.queues = await load_queues(self.sessions)
+
+    def rank(self, busy: Iterable[str], mountable: Callable[[str], bool]) -> list[Verdict]:
+        """Eligible tapes, best first; verdicts of all tapes kept for explain."""
+        now = self.clock.now()
+        free = self.drives.free()
+        ctx = Context(
+            now=now, settings=self.settings, profile=self.profile, queues=self.queues,
+            mounted=frozenset(d.volume for d in free if d.volume),
+            queue_drives=Counter(r.queue for r in self.running.values()),
+            mounts_today=lambda v: self.drives.ledger.count(v, now),
+        )  # fmt: skip
+        busy = set(busy)
+        verdicts = {}
+        for tape in self.planner.queues():
+            if tape.volume in busy:
+                continue
+            verdict = evaluate(tape, ctx)
+            if not verdict.rule and not mountable(tape.volume):
+                verdict = Verdict(
+                    verdict.volume, "tape_unavailable", verdict.priority, verdict.service_s,
+                    verdict.mount_s, (), verdict.queues, verdict.queue,
+                )  # fmt: skip
+            verdicts[tape.volume] = verdict
+        self.verdicts = verdicts
+        eligible = sorted((v for v in verdicts.values() if not v.rule), key=lambda v: v.key)
+        self.starts = self._plan_starts(eligible, now)
+        return eligible
+
+    def _plan_starts(self, eligible: list[Verdict], now: float) -> dict[str, float]:
+        """Estimated start of each eligible tape: list scheduling on the drives."""
+        enabled = [d for d in self.drives.drives.values() if d.enabled]
+        free_at = sorted(
+            max(now, self.running[d.name].until) if d.name in self.running else now for d in enabled
+        )
+        if not free_at:
+            return {}
+        starts = {}
+        for verdict in eligible:
+            start = free_at[0]
+            starts[verdict.volume] = start
+            free_at[0] = start + verdict.service_s
+            free_at.sort()
+        return starts
+
+    def started(self, drive: str, verdict_volume: str, queue: str, priority: int,
+                service_s: float) -> None:  # fmt: skip
+        self.running[drive] = Running(verdict_volume, queue, priority, self.clock.now() + service_s)
+
+    def ended(self, drive: str) -> None:
+        self.running.pop(drive, None)
+
+    def preempt(
+        self, waiting: list[Verdict], yielding: set[str], tier_of: Callable[[str], int]
+    ) -> list[str]:
+        """Drives whose sessions should yield to higher-priority tapes still waiting.
+
+        A session's priority is that of its current pass (*tier_of*): once a tape's urgent
+        requests are read, the rest of its queue is ordinary work and may yield.
+        """
+        for name, running in self.running.items():
+            running.priority = tier_of(name)
+        delay = self.settings.preempt_after_s
+        if delay < 0 or not waiting:
+            return []
+        now = self.clock.now()
+        urgent = [
+            v for v in waiting
+            if v.priority > 0 and now - self.planner.tapes[v.volume].oldest() >= delay
+        ]  # fmt: skip
+        # The lowest priority first; among equals the session with the most work left,
+        # which would hold its drive longest.
+        victims = sorted(
+            (r.priority, -r.until, name) for name, r in self.running.items() if name not in yielding
+        )
+        chosen: list[str] = []
+        for verdict in urgent[: max(0, len(urgent) - len(yielding))]:
+            if not victims or victims[0][0] >= verdict.priority:
+                break
+            chosen.append(victims.pop(0)[2])
+        return chosen
+
+    def write_cap(self) -> int:
+        """Drives migrations may hold while recalls wait."""
+        enabled = sum(1 for d in self.drives.drives.values() if d.enabled)
+        return max(1, math.ceil(self.settings.write_share * enabled))

@@ -1,0 +1,159 @@
+"""The cost model of the next mount: what a tape's session costs, what it serves, and the
+rules that hold a tape back.
+
+For each tape with pending recalls the scheduler estimates the drive time of a session
+(robot, load, locates, per-file overhead, transfers, rewind and unload) from the
+backend's timing profile, and the value it serves (bytes, raised by the age of the oldest
+request). Tapes are then taken in this order:
+
+1. a tape whose oldest request waited ``max_wait_s`` (oldest first): the aging bound;
+2. higher effective priority (request priority + queue priority) first: strict classes;
+3. a tape already in a free drive (no mount) before one that needs a mount;
+4. the best value per second of drive time, in 10 % bands, and within a band the longest
+   session first, so that the end of a campaign is balanced over the drives (LPT).
+
+Rules that hold an eligible tape back are named (``tssctl why`` shows them):
+``queue_paused``, ``max_drives``, ``mount_budget``, ``fill_wait``.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from tssd.backends.sim.profiles import LTO9, Profile
+from tssd.config import SchedulerSettings
+from tssd.scheduler.planner import TapeQueue
+
+#: Used when the backend exposes no timing profile (real libraries): LTO-9 figures.
+DEFAULT_PROFILE = LTO9
+
+
+def profile_of(backend: object) -> Profile:
+    """The backend's timing profile when it has one (``profile`` attribute), else LTO-9."""
+    profile = getattr(backend, "profile", None)
+    return profile if isinstance(profile, Profile) else DEFAULT_PROFILE
+
+
+@dataclass(frozen=True)
+class QueuePolicy:
+    """A row of the ``queues`` table as the scheduler applies it."""
+
+    priority: int = 0
+    max_drives: int | None = None
+    paused: bool = False
+
+
+@dataclass(frozen=True)
+class Context:
+    """What one scheduling pass knows besides the tape itself."""
+
+    now: float
+    settings: SchedulerSettings
+    profile: Profile
+    queues: Mapping[str, QueuePolicy]
+    #: Volumes sitting in a free drive (no mount needed).
+    mounted: frozenset[str]
+    #: Sessions running per queue.
+    queue_drives: Mapping[str, int]
+    #: Mounts of a volume in the last 24 h.
+    mounts_today: Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The scheduler's view of one tape: held by *rule*, or eligible with *key*."""
+
+    volume: str
+    rule: str  # "" when eligible
+    priority: int
+    service_s: float
+    mount_s: float
+    key: tuple[float, ...]
+    #: Queues whose requests a session may read (unpaused).
+    queues: frozenset[str]
+    #: The queue a session of this tape counts against (max_drives).
+    queue: str
+
+
+NO_POLICY = QueuePolicy()
+
+
+def mount_cost_s(profile: Profile) -> float:
+    """Drive time of one mount cycle: fetch and load, then rewind, unload and put back."""
+    return profile.mount_s() + profile.rewind_full_s / 2 + profile.unload_s + profile.robot_s
+
+
+def service_s(tape: TapeQueue, profile: Profile, *, mounted: bool) -> tuple[float, float]:
+    """(session seconds, of which mount cycle) to read everything queued on *tape*."""
+    files = len(tape)
+    # Each run of consecutive positions after the first costs a locate; a short locate is
+    # mostly the fixed part plus a wrap change now and then.
+    locates = max(0, tape.runs - (0 if mounted else 1)) + (0 if not mounted else 1)
+    locate_s = locates * (profile.locate_base_s + profile.wrap_change_s)
+    read_s = files * profile.per_file_s + profile.transfer_s(tape.bytes) + locate_s
+    mount_s = 0.0 if mounted else mount_cost_s(profile)
+    return read_s + mount_s, mount_s
+
+
+def effective_priority(
+    tape: TapeQueue, queues: Mapping[str, QueuePolicy], eligible: set[str]
+) -> int:
+    """The tape's highest request priority plus its best eligible queue's priority."""
+    best: int | None = None
+    for queue in eligible:
+        q = queues.get(queue, NO_POLICY)
+        best = q.priority if best is None else max(best, q.priority)
+    return tape.max_priority() + (best or 0)
+
+
+def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
+    """Hold *tape* by a named rule, or rank it for the next free drive."""
+    s = ctx.settings
+    mounted = tape.volume in ctx.mounted
+    total, mount_s = service_s(tape, ctx.profile, mounted=mounted)
+    if ctx.queues:
+        unpaused = {q for q in tape.queues if not ctx.queues.get(q, NO_POLICY).paused}
+        room = {q for q in unpaused if _has_room(q, ctx)}
+        extra = effective_priority(tape, ctx.queues, room or unpaused) - tape.max_priority()
+    else:  # no queue configured: the common case, kept cheap for large queues
+        unpaused = room = set(tape.queues)
+        extra = 0
+    priority = tape.max_priority() + extra if s.priority_weight else 0
+    queue = max(room or unpaused or tape.queues, key=lambda q: (tape.queues[q], q), default="")
+
+    def held(rule: str) -> Verdict:
+        return Verdict(tape.volume, rule, priority, total, mount_s, (), frozenset(room), queue)
+
+    if not unpaused:
+        return held("queue_paused")
+    if not room:
+        return held("max_drives")
+    age = max(0.0, ctx.now - tape.oldest())
+    budget = s.mount_budget_per_day
+    if not mounted and budget > 0 and ctx.mounts_today(tape.volume) >= budget:
+        return held("mount_budget")
+    small = tape.bytes < s.fill_bytes and len(tape) < s.fill_files
+    if not mounted and small and priority <= 0 and age < min(s.fill_wait_s, s.max_wait_s):
+        return held("fill_wait")
+    overdue = age >= s.max_wait_s
+    value = tape.bytes * (1.0 + s.age_weight * min(1.0, age / max(s.max_wait_s, 1e-9)))
+    rate = value / max(total, 1e-9)
+    band = math.floor(math.log(max(rate, 1.0), 1.1))
+    key = (
+        0.0 if overdue else 1.0,
+        -age if overdue else 0.0,
+        -float(priority),
+        0.0 if mounted else 1.0,
+        -float(band),
+        -total,
+        float(zlib.crc32(tape.volume.encode())),
+    )
+    return Verdict(tape.volume, "", priority, total, mount_s, key, frozenset(room), queue)
+
+
+def _has_room(queue: str, ctx: Context) -> bool:
+    limit = ctx.queues.get(queue, NO_POLICY).max_drives
+    return limit is None or ctx.queue_drives.get(queue, 0) < limit

@@ -1,0 +1,175 @@
+"""The in-memory index of pending recalls, per tape: what choosing the next mount reads.
+
+The database stays the truth (sessions claim from it); this index only answers "which
+tapes have how much work" without scanning the requests table. It is loaded from the
+database at start and on full resyncs, and kept current in between by the components
+that change the queue: intake adds located recalls, sessions take the ones they claim
+and give back the ones they did not read, finished/cancelled requests leave through
+the notifier. Whatever else changes the table (an operator retry, another instance) is
+picked up by the periodic resync (``scheduler.resync_s``).
+
+Per tape it keeps counts, bytes, the oldest arrival, priorities, queues and the number of
+runs of consecutive positions (each run after the first costs a locate), all updated in
+O(1) per request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(slots=True)
+class Entry:
+    """One pending recall as the scheduler sees it."""
+
+    id: int
+    volume: str
+    position: int
+    size: int
+    priority: int
+    queue: str
+    #: Clock seconds (``Clock.now``) when the request became pending.
+    arrived: float
+
+
+class TapeQueue:
+    """The pending recalls of one tape and their aggregates."""
+
+    __slots__ = ("_oldest", "bytes", "entries", "positions", "priorities", "queues", "runs",
+                 "volume")  # fmt: skip
+
+    def __init__(self, volume: str) -> None:
+        self.volume = volume
+        self.entries: dict[int, Entry] = {}
+        self.positions: dict[int, int] = {}
+        self.priorities: dict[int, int] = {}
+        self.queues: dict[str, int] = {}
+        self.bytes = 0
+        self.runs = 0
+        self._oldest: float | None = None
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def add(self, entry: Entry) -> None:
+        self.entries[entry.id] = entry
+        self.bytes += entry.size
+        _bump(self.priorities, entry.priority, 1)
+        _bump(self.queues, entry.queue, 1)
+        pos = entry.position
+        if pos not in self.positions:
+            # A new position joins or bridges runs of consecutive positions.
+            self.runs += 1 - (pos - 1 in self.positions) - (pos + 1 in self.positions)
+        _bump(self.positions, pos, 1)
+        if self._oldest is not None and entry.arrived < self._oldest:
+            self._oldest = entry.arrived
+
+    def remove(self, entry_id: int) -> Entry | None:
+        entry = self.entries.pop(entry_id, None)
+        if entry is None:
+            return None
+        self.bytes -= entry.size
+        _bump(self.priorities, entry.priority, -1)
+        _bump(self.queues, entry.queue, -1)
+        pos = entry.position
+        _bump(self.positions, pos, -1)
+        if pos not in self.positions:
+            self.runs -= 1 - (pos - 1 in self.positions) - (pos + 1 in self.positions)
+        if self._oldest is not None and entry.arrived <= self._oldest:
+            self._oldest = None  # recomputed lazily: removals come in batches
+        return entry
+
+    def oldest(self) -> float:
+        """Arrival of the request waiting longest (``inf`` when empty)."""
+        if self._oldest is None:
+            self._oldest = min((e.arrived for e in self.entries.values()), default=float("inf"))
+        return self._oldest
+
+    def max_priority(self) -> int:
+        return max(self.priorities, default=0)
+
+    def sorted_entries(self) -> list[Entry]:
+        """The tape's pending recalls in position order."""
+        return sorted(self.entries.values(), key=lambda e: (e.position, e.id))
+
+
+class Planner:
+    """Pending recalls by tape; every operation is O(1) per request except resync."""
+
+    def __init__(self) -> None:
+        self.tapes: dict[str, TapeQueue] = {}
+        self._where: dict[int, TapeQueue] = {}
+        #: Ids taken while a resync's query ran: its snapshot may still hold them.
+        self._taken_during_resync: set[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._where
+
+    def add(self, entries: Iterable[Entry]) -> None:
+        for entry in entries:
+            if entry.id in self._where:
+                self._remove_one(entry.id)
+            tape = self.tapes.get(entry.volume)
+            if tape is None:
+                tape = self.tapes[entry.volume] = TapeQueue(entry.volume)
+            tape.add(entry)
+            self._where[entry.id] = tape
+
+    def take(self, ids: Iterable[int]) -> list[Entry]:
+        """Remove *ids* (claimed, finished or cancelled); return the entries removed."""
+        taken = []
+        for request_id in ids:
+            if self._taken_during_resync is not None:
+                self._taken_during_resync.add(request_id)
+            entry = self._remove_one(request_id)
+            if entry is not None:
+                taken.append(entry)
+        return taken
+
+    def get(self, request_id: int) -> Entry | None:
+        tape = self._where.get(request_id)
+        return tape.entries.get(request_id) if tape is not None else None
+
+    def begin_resync(self) -> None:
+        """Call before querying the database for :meth:`finish_resync`."""
+        self._taken_during_resync = set()
+
+    def finish_resync(self, entries: Iterable[Entry]) -> None:
+        """Replace the index by *entries*, keeping known arrival times."""
+        taken = self._taken_during_resync or set()
+        self._taken_during_resync = None
+        known = {i: t.entries[i].arrived for i, t in self._where.items()}
+        self.tapes.clear()
+        self._where.clear()
+        fresh = []
+        for entry in entries:
+            if entry.id in taken:
+                continue
+            entry.arrived = known.get(entry.id, entry.arrived)
+            fresh.append(entry)
+        self.add(fresh)
+
+    def queues(self) -> Iterator[TapeQueue]:
+        return iter(self.tapes.values())
+
+    def _remove_one(self, request_id: int) -> Entry | None:
+        tape = self._where.pop(request_id, None)
+        if tape is None:
+            return None
+        entry = tape.remove(request_id)
+        if not tape.entries:
+            del self.tapes[tape.volume]
+        return entry
+
+
+def _bump(counts: dict[Any, int], key: Any, delta: int) -> None:
+    n = counts.get(key, 0) + delta
+    if n > 0:
+        counts[key] = n
+    else:
+        counts.pop(key, None)
