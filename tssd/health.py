@@ -89,6 +89,10 @@ class Health:
         if volume is not None:
             self.tape_failures.pop(volume, None)
 
+    def reset_drive(self, name: str) -> None:
+        """An operator enabled *name* again: its count of failures in a row starts anew."""
+        self.drive_failures.pop(name, None)
+
     async def _disable(self, drive: DriveLike, failures: int, error: BaseException) -> None:
         drive.enabled = False
         async with self.sessions.begin() as session:

@@ -151,3 +151,30 @@ def test_cli_report_plot_and_profiles(tmp_path: Path) -> None:
     profiles = json.loads(listing.stdout)
     assert {"lto9", "lto8", "gridka-t10k"} <= set(profiles)
     assert profiles["lto9"]["rate_mb_s"] > 0
+
+
+@pytest.mark.parametrize("profile_name", ["lto9", "gridka-t10k"])
+def test_locate_floor_is_the_cheapest_locate_from_any_head_position(
+    tmp_path: Path, profile_name: str
+) -> None:
+    """Each forced locate is charged exactly min over origins (BOT, requested file ends)."""
+    from tssd.simulate.bound import _Nearest
+
+    profile = get_profile(profile_name)
+    rng = random.Random(11)
+    offsets = sorted(rng.sample(range(0, profile.capacity_bytes, 10**9), 60))
+    origins, targets = [0, *offsets[::2]], offsets[1::2]
+    nearest = _Nearest(profile, origins)
+    cap = profile.capacity_bytes
+    for t in targets:
+        brute = min(profile.locate_s(o, t, cap) for o in origins)
+        assert nearest.cheapest(t) == pytest.approx(brute)
+        assert nearest.cheapest(t) >= profile.locate_base_s
+
+
+@pytest.mark.parametrize("profile_name", ["lto9", "gridka-t10k"])
+def test_sparse_campaigns_never_beat_the_tighter_bound(tmp_path: Path, profile_name: str) -> None:
+    catalog, requests = write_campaign(tmp_path, tapes=4, files=40, fraction=0.3, seed=9)
+    for policy in ("tssd", "tss"):
+        report = run(catalog, requests, profile=profile_name, drives=2, policy=policy)
+        assert report["makespan_s"] >= report["lower_bound_s"] > 0

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tssd.backends.base import DriveInfo, TapeBackend
 from tssd.clock import RealClock
-from tssd.db.models import Drive, Tape
+from tssd.db.models import Drive, Mount, Tape
 from tssd.errors import PermanentBackendError, TransientBackendError
 from tssd.health import Health
 from tssd.metrics import Metrics
@@ -82,3 +82,30 @@ async def test_a_tape_failing_in_three_drives_is_suspect(
         states = dict((await s.execute(select(Tape.volume, Tape.state))).all())
     assert states == {"BAD": "suspect"}
     assert all(manager.drives[n].enabled for n in ("d1", "d2", "d3"))  # one failure each
+
+
+async def test_a_failed_mount_leaves_no_open_mount_and_no_claim(
+    manager: DriveManager, sessions: async_sessionmaker[Any]
+) -> None:
+    with pytest.raises(PermanentBackendError):
+        await manager.ensure_mounted(manager.drives["d1"], "BAD", "recall")
+    async with sessions() as s:
+        mount = (await s.scalars(select(Mount))).one()
+        drive = await s.get(Drive, "d1")
+    assert mount.volume == "BAD" and mount.ready_at is None and mount.dismounted_at is not None
+    assert drive is not None and drive.volume is None
+    # The tape may go to another drive at once.
+    with pytest.raises(PermanentBackendError):
+        await manager.ensure_mounted(manager.drives["d2"], "BAD", "recall")
+
+
+async def test_enabling_a_drive_again_forgets_its_failures(manager: DriveManager) -> None:
+    d0 = manager.drives["d0"]
+    for volume in ("A1", "A2"):
+        with pytest.raises(TransientBackendError):
+            await manager.ensure_mounted(d0, volume, "recall")
+    assert manager.health is not None
+    manager.health.reset_drive("d0")
+    with pytest.raises(TransientBackendError):
+        await manager.ensure_mounted(d0, "A3", "recall")
+    assert d0.enabled  # one failure after the reset, not the third in a row

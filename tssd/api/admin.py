@@ -6,7 +6,6 @@ parameters, applies live changes (drive enable/disable) and shapes the JSON (doc
 
 from __future__ import annotations
 
-import asyncio
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,15 +16,12 @@ from aiohttp import web
 from tssd.api.routes import int_param, read_json, services
 from tssd.db.admin import UNSET, AdminStore, MountFilter
 from tssd.db.reports import ReportStore
-from tssd.errors import InvalidRequest, TssdError
-from tssd.scheduler.drives import DriveState
+from tssd.errors import InvalidRequest
 from tssd.services import Services
 
 log = structlog.get_logger()
 QUEUE_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 VOLUME_RE = re.compile(r"[A-Za-z0-9_.:-]{1,32}")
-DRAIN_POLL_S = 1.0
-DRAINS: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("drains", set)
 
 
 def admin(request: web.Request) -> AdminStore:
@@ -125,45 +121,12 @@ async def _set_enabled(request: web.Request, enabled: bool) -> web.Response:
     if state is not None:
         state.enabled = enabled
         svc.drives.update_gauge()
-        if not enabled and state.volume is not None:
-            _drain(request.app, svc, state)
+        if enabled and svc.drives.health is not None:
+            svc.drives.health.reset_drive(name)
     log.info("drive.operator_enable" if enabled else "drive.operator_disable", drive=name)
     svc.store.notifier.work.set()
     rows = _live(svc, await admin(request).drives())
     return web.json_response({"drive": next(d for d in rows if d["name"] == name)})
-
-
-def _drain(app: web.Application, svc: Services, drive: DriveState) -> None:
-    """Dismount the tape of a disabled drive once its session ends, so that the tape's
-    queue can move to another drive (the scheduler only dismounts enabled drives)."""
-    task = asyncio.create_task(_dismount_when_idle(svc, drive), name=f"drain:{drive.name}")
-    drains = app[DRAINS]
-    drains.add(task)
-    task.add_done_callback(drains.discard)
-
-
-async def _dismount_when_idle(svc: Services, drive: DriveState) -> None:
-    # DriveState has no "session ended" event; a poll once a second is plenty here.
-    while True:
-        if drive.enabled or not drive.busy:
-            break
-        await asyncio.sleep(DRAIN_POLL_S)
-    volume = drive.volume
-    if drive.enabled or volume is None:
-        return
-    # Keeps the scheduler from mounting this tape elsewhere while it is still here.
-    guarded: set[str] = getattr(svc.scheduler, "_volumes_busy", set())
-    guarded.add(volume)
-    drive.busy = True
-    try:
-        await svc.drives.dismount(drive)
-    except TssdError as exc:
-        log.warning("dismount.failed", drive=drive.name, volume=volume, error=str(exc))
-    finally:
-        drive.busy = False
-        guarded.discard(volume)
-        svc.drives.update_gauge()
-        svc.store.notifier.work.set()
 
 
 # -- tapes and mounts -------------------------------------------------------------------
@@ -209,7 +172,6 @@ async def efficiency_report(request: web.Request) -> web.Response:
 
 
 def add_admin_routes(app: web.Application) -> None:
-    app[DRAINS] = set()
     app.router.add_get("/v1/queues", list_queues)
     app.router.add_patch("/v1/queues/{name}", set_queue)
     app.router.add_get("/v1/drives", list_drives)

@@ -76,6 +76,7 @@ class Scheduler:
         self._volumes_busy: set[str] = runner.volumes_busy
         self._classes_busy: set[str] = set()
         self._stopping = asyncio.Event()
+        self._unload_failed: set[str] = set()
         self._seen_pending: set[tuple[str, str]] = set()
         self._pending_at = float("-inf")
         self._migrations_waiting = True
@@ -335,19 +336,29 @@ class Scheduler:
             )
 
     async def _dismount_idle(self) -> None:
+        """Unload tapes idle past ``keep_mounted_s``, and at once those in disabled drives:
+        a tape left in a drive nobody may use would hold its queue forever."""
         now = self.drives.clock.now()
-        for drive in self.drives.free():
-            if drive.volume and now - drive.idle_since >= self.settings.keep_mounted_s:
-                volume = drive.volume
-                self._volumes_busy.add(volume)
-                drive.busy = True
-                try:
-                    await self.drives.dismount(drive)
-                except TssdError as exc:
-                    log.warning("dismount.failed", drive=drive.name, volume=volume, error=str(exc))
-                finally:
-                    drive.busy = False
-                    self._volumes_busy.discard(volume)
+        for drive in self.drives.drives.values():
+            if drive.busy or drive.volume is None:
+                continue
+            may_wait = drive.enabled or drive.name in self._unload_failed
+            if may_wait and now - drive.idle_since < self.settings.keep_mounted_s:
+                continue
+            volume = drive.volume
+            self._volumes_busy.add(volume)
+            drive.busy = True
+            try:
+                await self.drives.dismount(drive)
+                self._unload_failed.discard(drive.name)
+            except TssdError as exc:
+                # Retried after keep_mounted_s, not on every pass.
+                self._unload_failed.add(drive.name)
+                drive.idle_since = now
+                log.warning("dismount.failed", drive=drive.name, volume=volume, error=str(exc))
+            finally:
+                drive.busy = False
+                self._volumes_busy.discard(volume)
 
     async def _update_pending(self) -> None:
         # A full count scans the table: often enough for a gauge, not on every pass.

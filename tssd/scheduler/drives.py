@@ -171,6 +171,7 @@ class DriveManager:
             )  # fmt: skip
         except BackendError as exc:
             await record_failure(self.health, drive, volume, exc, "mount")
+            await self._mount_failed(drive.name, mount_id)
             raise
         ready = self.clock.now()
         self.history.append(MountRecord(drive.name, volume, requested=start, ready=ready))
@@ -271,6 +272,19 @@ class DriveManager:
             else:
                 tape.mounts += 1
                 tape.last_mounted_at = now
+
+    async def _mount_failed(self, drive: str, mount_id: int) -> None:
+        """The tape never became ready: close its mount row and give back the claim."""
+        now = utcnow()
+        async with self.sessions.begin() as session:
+            await session.execute(
+                update(Mount).where(Mount.id == mount_id).values(dismounted_at=now)
+            )
+            await session.execute(
+                update(Drive)
+                .where(Drive.name == drive)
+                .values(volume=None, state="empty", updated_at=now)
+            )
 
     async def _closed(self, drive: DriveState, at: datetime) -> None:
         async with self.sessions.begin() as session:
