@@ -78,7 +78,9 @@ async def set_queue(request: web.Request) -> web.Response:
         paused=changes.get("paused"),
     )
     log.info("queue.changed", queue=name, **changes)
-    services(request).store.notifier.work.set()  # a resumed queue may start work now
+    notifier = services(request).store.notifier
+    notifier.kinds.add("queues")  # the scheduler rereads the queues table
+    notifier.work.set()  # a resumed queue may start work now
     return web.json_response({"queue": queue})
 
 

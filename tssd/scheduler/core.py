@@ -171,7 +171,8 @@ class Scheduler:
         if self._stopping.is_set():
             return
         if self.planner is not None:
-            await self.chooser.refresh(full=full)
+            # An operator's `tssctl queues set` must hold or release work at once.
+            await self.chooser.refresh(full=full or "queues" in kinds)
             await self._assign_planned()
         elif self.drives.free():
             # The candidate queries scan the queue: only worth it when a drive can take work.
