@@ -20,7 +20,7 @@ from tssd.config import SchedulerSettings
 from tssd.db.models import utcnow
 from tssd.scheduler.cost import Context, QueuePolicy, Verdict, evaluate
 from tssd.scheduler.drives import DriveManager
-from tssd.scheduler.planner import Planner
+from tssd.scheduler.planner import Planner, TapeQueue
 from tssd.scheduler.queues import load_pending, load_queues
 
 log = structlog.get_logger()
@@ -132,10 +132,10 @@ class Chooser:
         if delay < 0 or not waiting:
             return []
         now = self.clock.now()
+        tapes = self.planner.tapes
         urgent = [
-            v for v in waiting
-            if v.priority > 0 and now - self.planner.tapes[v.volume].oldest() >= delay
-        ]  # fmt: skip
+            v for v in waiting if v.priority > 0 and now - _urgent_since(tapes[v.volume]) >= delay
+        ]
         # The lowest priority first; among equals the session with the most work left,
         # which would hold its drive longest.
         victims = sorted(
@@ -152,3 +152,9 @@ class Chooser:
         """Drives migrations may hold while recalls wait."""
         enabled = sum(1 for d in self.drives.drives.values() if d.enabled)
         return max(1, math.ceil(self.settings.write_share * enabled))
+
+
+def _urgent_since(tape: TapeQueue) -> float:
+    """Arrival of the tape's oldest request of a priority above 0 (its oldest request when
+    only its queue gives it a priority): bulk requests queued long before do not count."""
+    return tape.oldest_above(0) if tape.max_priority() > 0 else tape.oldest()

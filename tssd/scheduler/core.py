@@ -88,6 +88,7 @@ class Scheduler:
             intake.planner = runner.planner = self.planner
             intake.now = drives.clock.now
             runner.rao = settings.rao
+            runner.interrupt_after_s = settings.preempt_after_s
             store.notifier.listeners.append(self._finished)
         else:
             self.planner = None

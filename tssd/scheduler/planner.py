@@ -37,8 +37,8 @@ class Entry:
 class TapeQueue:
     """The pending recalls of one tape and their aggregates."""
 
-    __slots__ = ("_oldest", "bytes", "entries", "positions", "priorities", "queues", "runs",
-                 "volume")  # fmt: skip
+    __slots__ = ("_oldest", "_urgent", "bytes", "entries", "positions", "priorities", "queues",
+                 "runs", "volume")  # fmt: skip
 
     def __init__(self, volume: str) -> None:
         self.volume = volume
@@ -49,6 +49,8 @@ class TapeQueue:
         self.bytes = 0
         self.runs = 0
         self._oldest: float | None = None
+        #: Arrival of the oldest request of a priority above 0, None = to recompute.
+        self._urgent: float | None = None
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -65,6 +67,8 @@ class TapeQueue:
         _bump(self.positions, pos, 1)
         if self._oldest is not None and entry.arrived < self._oldest:
             self._oldest = entry.arrived
+        if entry.priority > 0 and self._urgent is not None and entry.arrived < self._urgent:
+            self._urgent = entry.arrived
 
     def remove(self, entry_id: int) -> Entry | None:
         entry = self.entries.pop(entry_id, None)
@@ -79,6 +83,8 @@ class TapeQueue:
             self.runs -= 1 - (pos - 1 in self.positions) - (pos + 1 in self.positions)
         if self._oldest is not None and entry.arrived <= self._oldest:
             self._oldest = None  # recomputed lazily: removals come in batches
+        if entry.priority > 0 and self._urgent is not None and entry.arrived <= self._urgent:
+            self._urgent = None
         return entry
 
     def oldest(self) -> float:
@@ -86,6 +92,20 @@ class TapeQueue:
         if self._oldest is None:
             self._oldest = min((e.arrived for e in self.entries.values()), default=float("inf"))
         return self._oldest
+
+    def oldest_above(self, priority: int) -> float:
+        """Arrival of the oldest request of a priority above *priority* (``inf``: none).
+
+        Kept for priority 0 like :meth:`oldest`; other floors cost a scan of the tape."""
+        if max(self.priorities, default=priority) <= priority:
+            return float("inf")
+        if priority == 0 and self._urgent is not None:
+            return self._urgent
+        found = min((e.arrived for e in self.entries.values() if e.priority > priority),
+                    default=float("inf"))  # fmt: skip
+        if priority == 0:
+            self._urgent = found
+        return found
 
     def max_priority(self) -> int:
         return max(self.priorities, default=0)

@@ -68,12 +68,16 @@ class SessionRunner:
         self.policy = policy
         #: Order of reads in a batch: off (position), on (RAO), auto (the cheaper).
         self.rao = rao
+        #: A pass is interrupted for higher-priority requests once they waited this long.
+        self.interrupt_after_s = 0.0
         self.profile = profile_of(backend)
         #: The scheduler's per-tape index, when it keeps one (set by the scheduler).
         self.planner: Planner | None = None
         self._claimed_entries: dict[int, Entry] = {}
         #: Drives whose recall session should end after the file being read.
         self.yield_requested: set[str] = set()
+        #: Claimed, unread requests of a priority above 0 per drive: (priority, arrival).
+        self._held: dict[str, dict[int, tuple[int, float]]] = {}
         #: Priority floor of each drive's current pass (None = every request).
         self._tiers: dict[str, int | None] = {}
         #: Volumes in use by a session; shared with the scheduler, which owns it.
@@ -109,6 +113,8 @@ class SessionRunner:
             return
         while drive.name not in self.yield_requested:
             tier = self._top_priority(volume)
+            if tier is not None and not self._due(volume, 0):
+                tier = None  # not waited long enough to turn the head round: in order
             if await self._pass(drive, volume, queues, tier):
                 continue
             # Nothing claimable at that priority (paused queue, held): serve the rest,
@@ -166,8 +172,13 @@ class SessionRunner:
         self._tiers[drive] = priority if priority > 0 else None
 
     def tier_of(self, drive: str) -> int:
-        """Priority floor of the pass *drive* is running (0 = ordinary work)."""
-        return self._tiers.get(drive) or 0
+        """Priority floor of the pass *drive* is running (0 = ordinary work), or the top
+        priority queued for its tape: a session about to serve urgent requests (batched,
+        see :meth:`_due`) is not ordinary work either."""
+        state = self.drives.drives.get(drive)
+        queued = self._top_priority(state.volume) if state is not None and state.volume else None
+        held = max((p for p, _ in self._held.get(drive, {}).values()), default=0)
+        return max(self._tiers.get(drive) or 0, queued or 0, held)
 
     def _top_priority(self, volume: str) -> int | None:
         """The highest request priority above 0 queued for *volume* (planner only)."""
@@ -176,11 +187,27 @@ class SessionRunner:
         return top if top > 0 else None
 
     def _interrupted(self, drive: str, volume: str) -> bool:
-        """Yield requested, or requests of a higher priority than the pass's wait."""
+        """Yield requested, or requests of a higher priority than the pass's waited long."""
         if drive in self.yield_requested:
             return True
+        tier = self._tiers.get(drive) or 0
+        if self._due(volume, tier):
+            return True
+        # Claimed with the pass but not reached yet: read them first once they are due.
+        held = [a for p, a in self._held.get(drive, {}).values() if p > tier]
+        return bool(held) and self.drives.clock.now() - min(held) >= self.interrupt_after_s
+
+    def _due(self, volume: str, tier: int) -> bool:
+        """Requests of a priority above *tier* wait on *volume*, the oldest for at least
+        ``interrupt_after_s``: turning the head round for them costs two locates, and
+        waiting (as a tape waiting for a drive does) lets later ones share the detour."""
         top = self._top_priority(volume)
-        return top is not None and top > (self._tiers.get(drive) or 0)
+        if top is None or top <= tier:
+            return False
+        tape = self.planner.tapes.get(volume) if self.planner is not None else None
+        if tape is None or self.interrupt_after_s <= 0:
+            return True
+        return self.drives.clock.now() - tape.oldest_above(tier) >= self.interrupt_after_s
 
     def _taken(self, claimed: Sequence[Request]) -> None:
         if self.planner is not None:
@@ -195,12 +222,18 @@ class SessionRunner:
 
     async def _read_batch(self, drive: DriveState, volume: str, claimed: list[Request]) -> None:
         pending = {r.id: r for r in claimed}
+        held = self._held[drive.name] = {
+            r.id: (r.priority, e.arrived if (e := self._claimed_entries.get(r.id)) else 0.0)
+            for r in claimed
+            if r.priority > 0
+        }
         try:
             by_item = await self._read_items(volume, claimed, pending)
             items = order_reads([i for i, _ in by_item.values()], drive, self.profile, self.rao)
             async for result in self.backend.read(drive.name, items):
                 request = by_item[id(result.item)][1]
                 pending.pop(request.id, None)
+                held.pop(request.id, None)
                 drive.head_offset = result.item.copy.offset + result.item.copy.size
                 if drive.record is not None:
                     drive.record.reads.append((drive.passes, request.position or 0))
@@ -209,6 +242,7 @@ class SessionRunner:
                 if self._interrupted(drive.name, volume):
                     break  # a higher-priority tape or request waits for this drive
         finally:
+            self._held.pop(drive.name, None)
             # Whatever the session did not get to goes back to the queue.
             moved = await self.store.transition(
                 list(pending),
