@@ -82,11 +82,30 @@ def test_rules_hold_tapes_by_name() -> None:
 def test_order_aging_then_priority_then_longest() -> None:
     ctx = context(max_wait_s=500.0, fill_wait_s=0.0)
     old = evaluate(tape("OLD", 5, arrived=0.0).tapes["OLD"], ctx)
-    ctx = replace(ctx, settings=SchedulerSettings(max_wait_s=5000.0, fill_wait_s=0.0))
+    strict = SchedulerSettings(max_wait_s=5000.0, fill_wait_s=0.0, urgent_batch_s=0.0)
+    ctx = replace(ctx, settings=strict)
     urgent = evaluate(tape("HI", 5, priority=5, arrived=900.0).tapes["HI"], ctx)
     big = evaluate(tape("BIG", 400, arrived=900.0).tapes["BIG"], ctx)
     small = evaluate(tape("SMALL", 300, arrived=900.0).tapes["SMALL"], ctx)
     assert old.key < urgent.key < big.key < small.key
+
+
+def test_urgent_tape_waits_for_company_then_goes_first() -> None:
+    ctx = context(fill_wait_s=0.0)  # urgent_batch_s 1800 by default; now = 1000
+    fresh = evaluate(tape("HI", 5, priority=5, arrived=900.0).tapes["HI"], ctx)
+    bulk = evaluate(tape("BIG", 400, arrived=0.0).tapes["BIG"], ctx)
+    # Not a strict class yet, so later urgent requests for HI share its mount; a tape with
+    # little else on it ranks as the ordinary work it is ...
+    assert fresh.priority == 0 and bulk.key < fresh.key
+    # ... one worth a mount anyway leads the ordinary work: it serves them at no cost.
+    planner = tape("MIX", 60, arrived=0.0)
+    planner.add([entry(99, "MIX", priority=5, arrived=900.0)])
+    mixed = evaluate(planner.tapes["MIX"], ctx)
+    assert mixed.priority == 0 and mixed.key < bulk.key
+    due = evaluate(tape("HI", 5, priority=5, arrived=-900.0).tapes["HI"], ctx)
+    assert due.priority == 5 and due.key < fresh.key
+    in_drive = replace(ctx, mounted=frozenset({"HI"}))  # no mount to share: no wait
+    assert evaluate(tape("HI", 5, priority=5, arrived=900.0).tapes["HI"], in_drive).priority == 5
 
 
 def copy(volume: str, position: int, day: int) -> TapeCopy:

@@ -285,12 +285,30 @@ class SchedulerSettings:
             "priority (request + queue priority) goes first. 0 = ignore priorities."
         ),
     )
+    urgent_batch_s: float = field(
+        default=1800.0,
+        metadata=_doc(
+            "A tape not in a drive is raised to the priority of its higher-priority recalls "
+            "only once the oldest of them waited this long (until then it goes first among "
+            "ordinary tapes), and a running pass turns round for them after the same wait: "
+            "later requests for the same tape share the mount or the detour."
+        ),
+    )
+    urgent_target_s: float = field(
+        default=6000.0,
+        metadata=_doc(
+            "Latency aimed at for higher-priority recalls on tapes that need a mount: a "
+            "session that came for such requests on one tape leaves that tape's ordinary "
+            "work for later only when another tape's would otherwise start later than this."
+        ),
+    )
     preempt_after_s: float = field(
-        default=900.0,
+        default=14400.0,
         metadata=_doc(
             "When a higher-priority recall has waited this long with every drive busy, the "
             "lowest-priority running session yields its drive after the file it is reading "
-            "(negative = never preempt)."
+            "(negative = never preempt). A safety net: a preempted tape costs a remount, "
+            "and drives that end their sessions serve urgent tapes first anyway."
         ),
     )
     write_share: float = field(

@@ -18,9 +18,9 @@ from tssd.backends.sim.profiles import Profile
 from tssd.clock import Clock
 from tssd.config import SchedulerSettings
 from tssd.db.models import utcnow
-from tssd.scheduler.cost import Context, QueuePolicy, Verdict, evaluate
+from tssd.scheduler.cost import Context, QueuePolicy, Verdict, evaluate, urgent_since
 from tssd.scheduler.drives import DriveManager
-from tssd.scheduler.planner import Planner, TapeQueue
+from tssd.scheduler.planner import Planner
 from tssd.scheduler.queues import load_pending, load_queues
 
 log = structlog.get_logger()
@@ -51,6 +51,8 @@ class Chooser:
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     starts: dict[str, float] = field(default_factory=dict)
     resynced_at: float = float("-inf")
+    #: Last pass: tapes of due higher-priority requests that found no free drive.
+    urgent_waiting: frozenset[str] = frozenset()
 
     async def resync(self) -> None:
         """Reload the planner and the queue settings from the database."""
@@ -134,7 +136,7 @@ class Chooser:
         now = self.clock.now()
         tapes = self.planner.tapes
         urgent = [
-            v for v in waiting if v.priority > 0 and now - _urgent_since(tapes[v.volume]) >= delay
+            v for v in waiting if v.priority > 0 and now - urgent_since(tapes[v.volume]) >= delay
         ]
         # The lowest priority first; among equals the session with the most work left,
         # which would hold its drive longest.
@@ -148,13 +150,19 @@ class Chooser:
             chosen.append(victims.pop(0)[2])
         return chosen
 
+    def urgent_late(self, volume: str) -> bool:
+        """Whether a tape other than *volume* holds due higher-priority requests that the
+        last pass's plan starts later than ``urgent_target_s`` after they arrived."""
+        target = self.settings.urgent_target_s
+        tapes = self.planner.tapes
+        for other in self.urgent_waiting - {volume}:
+            tape = tapes.get(other)
+            start = self.starts.get(other, math.inf)
+            if tape is not None and tape.entries and start > urgent_since(tape) + target:
+                return True
+        return False
+
     def write_cap(self) -> int:
         """Drives migrations may hold while recalls wait."""
         enabled = sum(1 for d in self.drives.drives.values() if d.enabled)
         return max(1, math.ceil(self.settings.write_share * enabled))
-
-
-def _urgent_since(tape: TapeQueue) -> float:
-    """Arrival of the tape's oldest request of a priority above 0 (its oldest request when
-    only its queue gives it a priority): bulk requests queued long before do not count."""
-    return tape.oldest_above(0) if tape.max_priority() > 0 else tape.oldest()

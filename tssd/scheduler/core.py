@@ -88,7 +88,8 @@ class Scheduler:
             intake.planner = runner.planner = self.planner
             intake.now = drives.clock.now
             runner.rao = settings.rao
-            runner.interrupt_after_s = settings.preempt_after_s
+            runner.interrupt_after_s = settings.urgent_batch_s
+            runner.urgent_elsewhere = self.chooser.urgent_late
             store.notifier.listeners.append(self._finished)
         else:
             self.planner = None
@@ -220,6 +221,7 @@ class Scheduler:
             if candidate.purpose == "recall":
                 per_queue[candidate.queue] += 1
             self._start(drive, candidate)
+        self.chooser.urgent_waiting = frozenset(v.volume for v in waiting if v.priority > 0)
         yielding = self.runner.yield_requested
         for name in self.chooser.preempt(waiting, yielding, self.runner.tier_of):
             log.info("session.preempt", drive=name, volume=self.chooser.running[name].volume)

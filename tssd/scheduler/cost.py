@@ -7,7 +7,9 @@ backend's timing profile, and the value it serves (bytes, raised by the age of t
 request). Tapes are then taken in this order:
 
 1. a tape whose oldest request waited ``max_wait_s`` (oldest first): the aging bound;
-2. higher effective priority (request priority + queue priority) first: strict classes;
+2. higher effective priority (request priority + queue priority) first: strict classes,
+   once the oldest higher-priority request of a tape that needs a mount has waited
+   ``urgent_batch_s`` (until then the tape ranks as ordinary work, first among it);
 3. a tape already in a free drive (no mount) before one that needs a mount;
 4. the best value per second of drive time, in 10 % bands, and within a band the longest
    session first, so that the end of a campaign is balanced over the drives (LPT).
@@ -122,10 +124,15 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
         unpaused = room = set(tape.queues)
         extra = 0
     priority = tape.max_priority() + extra if s.priority_weight else 0
+    # Higher-priority requests on a tape that needs a mount wait a little, so that the
+    # next ones for it share the mount; meanwhile the tape leads the ordinary work.
+    batching = priority > 0 and not mounted and ctx.now - urgent_since(tape) < s.urgent_batch_s
+    rank = 0 if batching else priority
+    small = tape.bytes < s.fill_bytes and len(tape) < s.fill_files
     queue = max(room or unpaused or tape.queues, key=lambda q: (tape.queues[q], q), default="")
 
     def held(rule: str) -> Verdict:
-        return Verdict(tape.volume, rule, priority, total, mount_s, (), frozenset(room), queue)
+        return Verdict(tape.volume, rule, rank, total, mount_s, (), frozenset(room), queue)
 
     if not unpaused:
         return held("queue_paused")
@@ -135,7 +142,6 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     budget = s.mount_budget_per_day
     if not mounted and budget > 0 and ctx.mounts_today(tape.volume) >= budget:
         return held("mount_budget")
-    small = tape.bytes < s.fill_bytes and len(tape) < s.fill_files
     if not mounted and small and priority <= 0 and age < min(s.fill_wait_s, s.max_wait_s):
         return held("fill_wait")
     overdue = age >= s.max_wait_s
@@ -145,13 +151,24 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     key = (
         0.0 if overdue else 1.0,
         -age if overdue else 0.0,
-        -float(priority),
+        -float(rank),
         0.0 if mounted else 1.0,
-        -float(band),
-        -total,
+        # Tapes worth a mount of their own that hold higher-priority requests not due yet:
+        # their mount serves those at no extra cost (the oldest first).
+        urgent_since(tape) if batching and not small else math.inf,
+        # Urgent tapes shortest first: a drive visits those with little else queued and
+        # ends with one it then reads through; ordinary ones by value, longest first.
+        0.0 if rank > 0 else -float(band),
+        total if rank > 0 else -total,
         float(zlib.crc32(tape.volume.encode())),
     )
-    return Verdict(tape.volume, "", priority, total, mount_s, key, frozenset(room), queue)
+    return Verdict(tape.volume, "", rank, total, mount_s, key, frozenset(room), queue)
+
+
+def urgent_since(tape: TapeQueue) -> float:
+    """Arrival of the tape's oldest request of a priority above 0 (its oldest request when
+    only its queue gives it a priority): bulk requests queued long before do not count."""
+    return tape.oldest_above(0) if tape.max_priority() > 0 else tape.oldest()
 
 
 def _has_room(queue: str, ctx: Context) -> bool:

@@ -1,23 +1,63 @@
 """Software Recommended Access Order: the order of the reads of one mounted batch.
 
-Position order is the natural order of a tape and the cheapest for dense reads. For
-sparse reads on a serpentine medium it is not: the start of wrap 1 sits at the end of
-the tape, next to the end of wrap 0, so two files far apart in sequence may be close.
-RAO here is a greedy nearest-next-file tour on the profile's locate model, starting at
-the drive's head; ``auto`` keeps whichever of the two orders the model finds cheaper.
+Position order never turns the head round, but on a serpentine medium it is not the
+cheapest order, dense or sparse: it skips the unrequested files of a wrap one locate
+at a time (fixed part plus travel), while the start of a requested run on the
+neighbouring wrap often lies right beside the head (the start of wrap 1 sits at the end
+of wrap 0, and so on along the whole length). RAO here is a nearest-next tour on the
+profile's locate model over *runs* (files that follow each other on tape, read with no
+locate between them and so entered only at their first file), starting at the drive's
+head. ``auto`` keeps whichever of the two orders the model finds cheaper, rewind
+included, and keeps position order on backends without a timing model (real drives:
+their geometry is not known, and their own RAO, where they have one, knows better).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from tssd.backends.base import ReadItem
-from tssd.backends.sim.profiles import Profile
+from tssd.backends.sim.profiles import LTO9, Profile
 from tssd.scheduler.drives import DriveState
 
-#: Above this many files a batch is dense enough for position order (and the greedy
-#: tour, quadratic in the batch, would cost more CPU than it saves tape time).
-RAO_MAX_BATCH = 300
+#: Above this many files a batch keeps position order: the tour costs about
+#: runs x wraps model evaluations, and a batch this large is one whole tape anyway.
+RAO_MAX_BATCH = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """Items ``first`` to ``stop - 1`` (in position order), contiguous on tape."""
+
+    first: int
+    stop: int
+    start: int
+    end: int
+
+
+def _runs(spans: Sequence[tuple[int, int]]) -> list[_Run]:
+    """Contiguous runs of *spans* (offset, size), which are in position order."""
+    runs: list[_Run] = []
+    first, start, end = 0, -1, -1
+    for i, (offset, size) in enumerate(spans):
+        if offset != end:
+            if i:
+                runs.append(_Run(first, i, start, end))
+            first, start = i, offset
+        end = offset + size
+    if spans:
+        runs.append(_Run(first, len(spans), start, end))
+    return runs
+
+
+def order_cost(spans: Sequence[tuple[int, int]], head: int, profile: Profile) -> float:
+    """Model seconds of locating to read *spans* in the given order, and rewinding after."""
+    return locate_total(spans, head, profile) + profile.rewind_s(
+        spans[-1][0] + spans[-1][1] if spans else head, profile.capacity_bytes
+    )
 
 
 def locate_total(offsets: Sequence[tuple[int, int]], head: int, profile: Profile) -> float:
@@ -30,29 +70,104 @@ def locate_total(offsets: Sequence[tuple[int, int]], head: int, profile: Profile
     return total
 
 
+class _Starts:
+    """The start offsets of the runs not read yet, by wrap, sorted along the tape."""
+
+    def __init__(self, runs: Sequence[_Run], profile: Profile) -> None:
+        self.profile, self.capacity = profile, profile.capacity_bytes
+        cells: dict[int, list[tuple[float, int]]] = defaultdict(list)
+        for index, run in enumerate(runs):
+            wrap = profile.wrap_of(run.start, self.capacity)
+            cells[wrap].append((profile.longitudinal(run.start, self.capacity), index))
+        self.xs: dict[int, list[float]] = {}
+        self.ids: dict[int, list[int]] = {}
+        for wrap, cell in cells.items():
+            cell.sort()
+            self.xs[wrap] = [x for x, _ in cell]
+            self.ids[wrap] = [i for _, i in cell]
+
+    def nearest(self, head: int, runs: Sequence[_Run]) -> tuple[int, int, int]:
+        """(wrap, slot, run index) of the run whose start is the cheapest locate away.
+
+        Only the two runs either side of the head's longitudinal position can be the
+        cheapest of a wrap (a wrap's change cost is the same for all of it); wraps of the
+        head's own wrap, then band, come first so the others are skipped once no locate
+        that needs their larger change cost can win.
+        """
+        p, cap = self.profile, self.capacity
+        x = p.longitudinal(head, cap)
+        own_wrap, own_band = p.wrap_of(head, cap), p.band_of(head, cap)
+        best: tuple[float, int, int, int, int] | None = None
+        for wrap in sorted(self.xs, key=lambda w: _distance(w, own_wrap, own_band, p, cap)):
+            floor = p.locate_base_s + _penalty(wrap, own_wrap, own_band, p, cap)
+            if best is not None and best[0] <= floor:
+                break
+            xs, ids = self.xs[wrap], self.ids[wrap]
+            i = bisect_left(xs, x)
+            for slot in (i - 1, i):
+                if 0 <= slot < len(xs):
+                    index = ids[slot]
+                    cost = p.locate_s(head, runs[index].start, cap)
+                    key = (cost, index, wrap, slot, index)
+                    if best is None or key < best:
+                        best = key
+        assert best is not None, "nearest() on an empty set"
+        return best[2], best[3], best[4]
+
+    def remove(self, wrap: int, slot: int) -> None:
+        del self.xs[wrap][slot], self.ids[wrap][slot]
+        if not self.xs[wrap]:
+            del self.xs[wrap], self.ids[wrap]
+
+
+def _penalty(wrap: int, own_wrap: int, own_band: int, p: Profile, capacity: int) -> float:
+    if wrap == own_wrap:
+        return 0.0
+    band = p.band_of(wrap * p.wrap_bytes(capacity), capacity)
+    return p.wrap_change_s + (p.band_change_s if band != own_band else 0.0)
+
+
+def _distance(
+    wrap: int, own_wrap: int, own_band: int, p: Profile, capacity: int
+) -> tuple[float, int]:
+    return (_penalty(wrap, own_wrap, own_band, p, capacity), abs(wrap - own_wrap))
+
+
 def rao_order(offsets: Sequence[tuple[int, int]], head: int, profile: Profile) -> list[int]:
-    """Indexes of *offsets* in greedy nearest-next order from *head*."""
-    capacity = profile.capacity_bytes
-    left = set(range(len(offsets)))
-    order = []
-    while left:
-        best = min(left, key=lambda i: (profile.locate_s(head, offsets[i][0], capacity), i))
-        order.append(best)
-        left.discard(best)
-        head = offsets[best][0] + offsets[best][1]
+    """Indexes of *offsets* (in position order) in nearest-next-run order from *head*."""
+    runs = _runs(offsets)
+    starts = _Starts(runs, profile)
+    order: list[int] = []
+    for _ in range(len(runs)):
+        wrap, slot, index = starts.nearest(head, runs)
+        starts.remove(wrap, slot)
+        run = runs[index]
+        order.extend(range(run.first, run.stop))
+        head = run.end
     return order
 
 
 def order_reads(
-    items: Sequence[ReadItem], drive: DriveState, profile: Profile, mode: str
+    items: Sequence[ReadItem], drive: DriveState, profile: Profile | None, mode: str
 ) -> list[ReadItem]:
-    """*items* (in position order) reordered by RAO when *mode* asks for it and it pays."""
-    if mode == "off" or len(items) < 3 or (mode == "auto" and len(items) > RAO_MAX_BATCH):
+    """*items* (in position order) reordered by RAO when *mode* asks for it and it pays.
+
+    *profile* is the backend's timing model, None when it has none: ``auto`` then keeps
+    position order and ``on`` falls back to the LTO-9 model.
+    """
+    if mode == "off" or len(items) < 2:
         return list(items)
+    if profile is None:
+        if mode == "auto":
+            return list(items)
+        profile = LTO9
+    if mode == "auto" and len(items) > RAO_MAX_BATCH:
+        return list(items)
+    items = sorted(items, key=lambda i: i.copy.offset)
     offsets = [(i.copy.offset, i.copy.size) for i in items]
     order = rao_order(offsets, drive.head_offset, profile)
     if mode == "auto":
-        rao_s = locate_total([offsets[i] for i in order], drive.head_offset, profile)
-        if rao_s >= 0.99 * locate_total(offsets, drive.head_offset, profile):
-            return list(items)
+        rao_s = order_cost([offsets[i] for i in order], drive.head_offset, profile)
+        if rao_s >= 0.99 * order_cost(offsets, drive.head_offset, profile):
+            return items
     return [items[i] for i in order]

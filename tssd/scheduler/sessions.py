@@ -26,6 +26,7 @@ from tssd.backends.base import (
     WriteItem,
     WriteResult,
 )
+from tssd.backends.sim.profiles import Profile
 from tssd.backpressure import Backpressure
 from tssd.db.models import Kind, Request, State, utcnow
 from tssd.db.store import RequestStore
@@ -71,6 +72,12 @@ class SessionRunner:
         #: A pass is interrupted for higher-priority requests once they waited this long.
         self.interrupt_after_s = 0.0
         self.profile = profile_of(backend)
+        #: The backend's own timing model, for RAO (None: a real library's drives).
+        self.timing: Profile | None = _timing_of(backend)
+        #: Whether higher-priority requests of tapes other than the given one wait for a
+        #: drive (set by the scheduler): a session that came for urgent requests then
+        #: leaves its ordinary ones for later.
+        self.urgent_elsewhere: Callable[[str], bool] = lambda volume: False
         #: The scheduler's per-tape index, when it keeps one (set by the scheduler).
         self.planner: Planner | None = None
         self._claimed_entries: dict[int, Entry] = {}
@@ -104,18 +111,25 @@ class SessionRunner:
         """Read *volume*'s queued recalls (of *queues* only, when given) in forward passes.
 
         A pass moves forward: after its first chunk only requests ahead of the head join
-        it; one that arrives behind the head waits for the next pass. Requests of a higher
-        priority than the pass's interrupt it: a pass over them alone comes first.
+        it; one that arrives behind the head waits for the next pass. The tape's requests
+        of the highest priority are read first; later ones of a higher priority than the
+        pass's interrupt it once they waited ``interrupt_after_s``. A session that read
+        only higher-priority requests ends there when other tapes' wait for a drive.
         """
         await self.drives.ensure_mounted(drive, volume, "recall")
         if self.policy.files_per_session is not None:
             await self._pass(drive, volume, queues, None)
             return
+        ordinary_read = False
         while drive.name not in self.yield_requested:
             tier = self._top_priority(volume)
-            if tier is not None and not self._due(volume, 0):
+            if tier is not None and ordinary_read and not self._due(volume, 0):
                 tier = None  # not waited long enough to turn the head round: in order
             if await self._pass(drive, volume, queues, tier):
+                if tier is None:
+                    ordinary_read = True
+                elif not ordinary_read and self.urgent_elsewhere(volume):
+                    return  # a visit for urgent requests: others wait for this drive
                 continue
             # Nothing claimable at that priority (paused queue, held): serve the rest,
             # without letting those requests interrupt the pass again.
@@ -229,7 +243,7 @@ class SessionRunner:
         }
         try:
             by_item = await self._read_items(volume, claimed, pending)
-            items = order_reads([i for i, _ in by_item.values()], drive, self.profile, self.rao)
+            items = order_reads([i for i, _ in by_item.values()], drive, self.timing, self.rao)
             async for result in self.backend.read(drive.name, items):
                 request = by_item[id(result.item)][1]
                 pending.pop(request.id, None)
@@ -461,6 +475,11 @@ class SessionRunner:
         self.metrics.request_duration.labels(request.kind, request.queue).observe(
             (utcnow() - created).total_seconds()
         )
+
+
+def _timing_of(backend: object) -> Profile | None:
+    profile = getattr(backend, "profile", None)
+    return profile if isinstance(profile, Profile) else None
 
 
 def _copy_on(copies: Sequence[TapeCopy], volume: str, position: int | None) -> TapeCopy | None:

@@ -18,6 +18,7 @@ from sqlalchemy.pool import StaticPool
 from tssd.app import Wiring, build_services
 from tssd.backends.base import Sink
 from tssd.backends.sim.catalog_csv import import_csv
+from tssd.backends.sim.profiles import get_profile
 from tssd.config import SchedulerSettings, Settings, SimSettings
 from tssd.db.models import Base, Kind, Request
 from tssd.files import CountingSink
@@ -100,7 +101,12 @@ async def run_campaign(options: Options, arrivals: Sequence[Arrival], catalog_te
         settings = simulation_settings(options, Path(tmp))
         engine = await _memory_database()
         try:
-            await import_csv(_sessions(engine), io.StringIO(catalog_text), replace=True)
+            # Tapes of the campaign's profile: its capacity sets the wrap geometry, which
+            # the library's locates, the scheduler's RAO and the lower bound all share.
+            capacity = get_profile(options.profile).capacity_bytes
+            await import_csv(
+                _sessions(engine), io.StringIO(catalog_text), replace=True, capacity=capacity
+            )
             wiring = Wiring(
                 clock=LoopClock(), sink_for=counting_sink, policy=get_policy(options.policy)
             )
