@@ -22,7 +22,7 @@ from tssd.api.server import start_listeners
 from tssd.backends.base import Sink, Source
 from tssd.backends.factory import create_backend
 from tssd.backpressure import Backpressure
-from tssd.clock import Clock, RealClock
+from tssd.clock import Clock, Offload, RealClock, in_thread
 from tssd.cluster.node import cluster_node
 from tssd.config import Settings
 from tssd.db.engine import create_engine, is_postgres, session_factory
@@ -63,6 +63,8 @@ class Wiring:
     policy: Policy = field(default_factory=lambda: get_policy("tssd"))
     #: Drive/tape health bookkeeping and disk backpressure (off in simulations).
     guards: bool = False
+    #: How CPU-bound scheduling work runs (``tssd.clock.inline`` in virtual time).
+    offload: Offload = in_thread
 
 
 @asynccontextmanager
@@ -93,7 +95,7 @@ async def build_services(
         runner = SessionRunner(
             store, backend, drives, retrier, metrics, sink_for=wiring.sink_for,
             source_for=wiring.source_for, chunk=settings.scheduler.recall_chunk,
-            policy=wiring.policy,
+            policy=wiring.policy, offload=wiring.offload,
         )  # fmt: skip
         if wiring.guards:
             attach_guards(settings, runner, drives, metrics, store)

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -38,3 +41,20 @@ class RealClock:
 
     def wall(self) -> datetime:
         return datetime.now(UTC)
+
+
+class Offload(Protocol):
+    """How a piece of CPU-bound work (a read-order tour of a large batch) is run."""
+
+    def __call__(self, work: Callable[[], T], /) -> Awaitable[T]: ...
+
+
+async def in_thread(work: Callable[[], T]) -> T:
+    """Real time: on a worker thread, so the event loop keeps answering polls meanwhile."""
+    return await asyncio.to_thread(work)
+
+
+async def inline(work: Callable[[], T]) -> T:
+    """Virtual time: on the loop itself; with a thread the simulated clock would jump
+    ahead while the loop looked idle, and runs would stop being reproducible."""
+    return work()

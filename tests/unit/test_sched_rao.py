@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tssd.backends.base import ReadItem, TapeCopy
 from tssd.backends.sim.profiles import GRIDKA_T10K, LTO9, Profile
+from tssd.clock import in_thread, inline
 from tssd.files import CountingSink
 from tssd.scheduler.drives import DriveState
 from tssd.scheduler.rao import _runs, order_cost, order_reads, rao_order
@@ -91,3 +92,13 @@ def test_tour_is_the_nearest_next_run_tour(layout: list[tuple[bool, int]], head_
     for run in _runs(spans):
         at = order.index(run.first)
         assert order[at : at + run.stop - run.first] == list(range(run.first, run.stop))
+
+
+async def test_a_large_batch_is_ordered_the_same_off_the_event_loop() -> None:
+    items = items_at(half_of_a_tape(11))
+    drive = DriveState("d", head_offset=items[40].copy.offset)
+
+    def order() -> list[ReadItem]:
+        return order_reads(items, drive, LTO9, "auto")
+
+    assert await in_thread(order) == await inline(order) != items

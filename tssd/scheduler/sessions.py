@@ -28,6 +28,7 @@ from tssd.backends.base import (
 )
 from tssd.backends.sim.profiles import Profile
 from tssd.backpressure import Backpressure
+from tssd.clock import Offload, inline
 from tssd.db.models import Kind, Request, State, utcnow
 from tssd.db.store import RequestStore
 from tssd.errors import ChecksumMismatch, TransientBackendError, TssdError
@@ -42,6 +43,10 @@ from tssd.scheduler.rao import order_reads
 from tssd.submit import make_uri
 
 log = structlog.get_logger()
+
+#: Batches larger than this are ordered off the event loop (a tour of 1,000 files on a
+#: full LTO-9 cartridge takes up to 0.4 s of CPU).
+OFFLOAD_ABOVE = 100
 
 SinkFactory = Callable[[Request], Sink]
 SourceFactory = Callable[[Request], Source]
@@ -65,8 +70,11 @@ class SessionRunner:
         chunk: int,
         policy: Policy,
         rao: str = "off",
+        offload: Offload = inline,
     ) -> None:
         self.policy = policy
+        #: Runs the read-order tour of a large batch (off the event loop in real time).
+        self.offload = offload
         #: Order of reads in a batch: off (position), on (RAO), auto (the cheaper).
         self.rao = rao
         #: A pass is interrupted for higher-priority requests once they waited this long.
@@ -243,7 +251,12 @@ class SessionRunner:
         }
         try:
             by_item = await self._read_items(volume, claimed, pending)
-            items = order_reads([i for i, _ in by_item.values()], drive, self.timing, self.rao)
+            batch = [i for i, _ in by_item.values()]
+
+            def order() -> list[ReadItem]:
+                return order_reads(batch, drive, self.timing, self.rao)
+
+            items = await self.offload(order) if len(batch) > OFFLOAD_ABOVE else order()
             async for result in self.backend.read(drive.name, items):
                 request = by_item[id(result.item)][1]
                 pending.pop(request.id, None)

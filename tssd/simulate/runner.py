@@ -19,6 +19,7 @@ from tssd.app import Wiring, build_services
 from tssd.backends.base import Sink
 from tssd.backends.sim.catalog_csv import import_csv
 from tssd.backends.sim.profiles import get_profile
+from tssd.clock import inline
 from tssd.config import SchedulerSettings, Settings, SimSettings
 from tssd.db.models import Base, Kind, Request
 from tssd.files import CountingSink
@@ -108,8 +109,9 @@ async def run_campaign(options: Options, arrivals: Sequence[Arrival], catalog_te
                 _sessions(engine), io.StringIO(catalog_text), replace=True, capacity=capacity
             )
             wiring = Wiring(
-                clock=LoopClock(), sink_for=counting_sink, policy=get_policy(options.policy)
-            )
+                clock=LoopClock(), sink_for=counting_sink, policy=get_policy(options.policy),
+                offload=inline,
+            )  # fmt: skip
             async with build_services(settings, wiring, engine) as services:
                 outcome = await _drive(services, options, arrivals)
         finally:
