@@ -12,10 +12,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 import zlib
 from collections.abc import Sequence
@@ -25,9 +23,9 @@ from typing import Any
 
 import asyncpg
 
-from tssd.wire import Client, WireError
+from tssd.testing import BIN, serve_env, spawn_serve, wait_ready
+from tssd.wire import Client
 
-BIN = Path(sys.executable).parent
 CHUNK_SIZE = 1 << 20  # tssd.files.CHUNK_SIZE: the filler block
 
 
@@ -85,11 +83,7 @@ class Instance:
 
     @property
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TSSD_")}
-        env.update(
-            TSSD_HOME=str(self.home),
-            TSSD_DATABASE_URL=self.db_url,
-            TSSD_API_METRICS_TCP="",
+        settings = dict(
             TSSD_SIM_DATA_DIR=str(self.library),
             TSSD_SIM_DRIVES=str(self.drives),
             TSSD_SIM_DRIVE_PREFIX=f"{self.name}-d",
@@ -102,36 +96,19 @@ class Instance:
             TSSD_CLUSTER_INSTANCE=self.name,
             TSSD_CLUSTER_HEARTBEAT_S=str(self.heartbeat_s),
             TSSD_CLUSTER_LEASE_S=str(self.lease_s),
-            TSSD_LOG_FORMAT="json",
         )
-        env.update(self.extra_env)
-        return env
+        return serve_env(self.home, self.db_url, settings | self.extra_env)
 
     def start(self, timeout: float = 60.0) -> None:
         self.spawn()
         self.wait_ready(timeout)
 
     def spawn(self) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
-        log = (self.home / "tssd.log").open("ab")
-        self.proc = subprocess.Popen(
-            [str(BIN / "tssd"), "serve"], env=self.env, stdout=log, stderr=subprocess.STDOUT
-        )
-        log.close()
+        self.proc = spawn_serve(self.env, self.home / "tssd.log", append=True)
 
     def wait_ready(self, timeout: float) -> None:
         assert self.proc is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"{self.name} exited {self.proc.returncode}:\n{self.log()}")
-            try:
-                if self.client().call("GET", "/healthz", timeout=2).get("status") == "ok":
-                    return
-            except WireError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError(f"{self.name} did not become ready:\n{self.log()}")
+        wait_ready(self.proc, self.home / "tssd.sock", timeout, self.log, name=self.name)
 
     def client(self) -> Client:
         return Client(str(self.home / "tssd.sock"))

@@ -29,7 +29,6 @@ import random
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 import zlib
@@ -39,9 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tssd.wire import Client, WireError
-
-BIN = Path(sys.executable).parent
+from tssd.testing import BIN, serve_env, spawn_serve, wait_ready
 
 
 def adler32_file(path: Path) -> str:
@@ -73,11 +70,7 @@ class Node:
 
     @property
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TSSD_")}
-        env.update(
-            TSSD_HOME=str(self.home),
-            TSSD_DATABASE_URL=self.db_url,
-            TSSD_API_METRICS_TCP="",
+        settings = dict(
             TSSD_SIM_TIME_SCALE="0.01",
             TSSD_SIM_DRIVES="3",
             TSSD_SCHEDULER_TICK_S="0.2",
@@ -87,33 +80,17 @@ class Node:
             # is about crashes, and a held tape would only make it longer.
             TSSD_SCHEDULER_FILL_WAIT_S="0",
             TSSD_SCHEDULER_MOUNT_BUDGET_PER_DAY="0",
-            TSSD_LOG_FORMAT="json",
             # A fresh fault sequence per start: with one seed every restart would replay
             # the same first draws (and at 5 % perhaps never fail at all).
             TSSD_SIM_SEED=str(self.starts),
         )
-        env.update(self.extra_env)
-        return env
+        return serve_env(self.home, self.db_url, settings | self.extra_env)
 
     def start(self, timeout: float = 60.0) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         self.starts += 1
-        with (self.home / f"tssd-{self.starts:03d}.log").open("wb") as log:
-            self.proc = subprocess.Popen(
-                [str(BIN / "tssd"), "serve"], env=self.env, stdout=log, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + timeout
-        sock = self.home / "tssd.sock"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"tssd exited {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                if Client(str(sock)).call("GET", "/healthz", timeout=2).get("status") == "ok":
-                    return
-            except WireError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(f"tssd did not become ready:\n{self.log_tail()}")
+        self.proc = spawn_serve(self.env, self.home / f"tssd-{self.starts:03d}.log")
+        wait_ready(self.proc, self.home / "tssd.sock", timeout, self.log_tail, poll_s=0.05)
 
     def kill(self) -> None:
         assert self.proc is not None

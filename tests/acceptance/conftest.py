@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 import zlib
 from collections.abc import Iterator, Sequence
@@ -16,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from tssd.wire import Client, WireError
-
-BIN = Path(sys.executable).parent
+from tssd.testing import BIN, serve_env, spawn_serve, wait_ready
+from tssd.wire import Client
 
 
 def adler32_file(path: Path) -> str:
@@ -47,19 +44,13 @@ class Daemon:
 
     @property
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TSSD_")}
-        env.update(
-            TSSD_HOME=str(self.home),
-            TSSD_DATABASE_URL=self.db_url,
-            TSSD_API_METRICS_TCP="",
-            TSSD_SIM_TIME_SCALE="0.0005",
-            TSSD_SIM_DRIVES="2",
-            TSSD_SCHEDULER_TICK_S="0.2",
-            TSSD_SCHEDULER_SHUTDOWN_GRACE_S="10",
-            TSSD_LOG_FORMAT="json",
-        )
-        env.update(self.extra_env)
-        return env
+        settings = {
+            "TSSD_SIM_TIME_SCALE": "0.0005",
+            "TSSD_SIM_DRIVES": "2",
+            "TSSD_SCHEDULER_TICK_S": "0.2",
+            "TSSD_SCHEDULER_SHUTDOWN_GRACE_S": "10",
+        }
+        return serve_env(self.home, self.db_url, settings | self.extra_env)
 
     @property
     def socket(self) -> Path:
@@ -70,24 +61,9 @@ class Daemon:
         return self.home / f"tssd-{self.starts}.log"
 
     def start(self, timeout: float = 60.0) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
         self.starts += 1
-        log = self.log_path.open("wb")
-        self.proc = subprocess.Popen(
-            [str(BIN / "tssd"), "serve"], env=self.env, stdout=log, stderr=subprocess.STDOUT
-        )
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"tssd exited {self.proc.returncode}:\n{self.log()}")
-            try:
-                if self.client().call("GET", "/healthz", timeout=2).get("status") == "ok":
-                    return
-            except WireError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError(f"tssd did not become ready:\n{self.log()}")
+        self.proc = spawn_serve(self.env, self.log_path)
+        wait_ready(self.proc, self.socket, timeout, self.log)
 
     def client(self) -> Client:
         return Client(str(self.socket))

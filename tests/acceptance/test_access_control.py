@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from conftest import Daemon, adler32_file, storage_info
 
+from tssd.testing import DaemonError
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 PID = "0000ACCE55000000000000000000000{}"
@@ -103,13 +105,13 @@ def test_tcp_is_off_by_default_and_never_without_a_token(tmp_path: Path, sqlite_
     assert daemon.stop() == 0
     # TCP without a token file, or with one everybody may read: refused at start-up.
     daemon.extra_env["TSSD_API_TCP"] = f"127.0.0.1:{free_port()}"
-    with pytest.raises(AssertionError, match=r"api\.token_file"):
+    with pytest.raises(DaemonError, match=r"api\.token_file"):
         daemon.start(timeout=30)
     open_token = tmp_path / "token"
     open_token.write_text(TOKEN)
     open_token.chmod(0o644)
     daemon.extra_env["TSSD_API_TOKEN_FILE"] = str(open_token)
-    with pytest.raises(AssertionError, match="readable by everyone"):
+    with pytest.raises(DaemonError, match="readable by everyone"):
         daemon.start(timeout=30)
 
 

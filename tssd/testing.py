@@ -1,0 +1,76 @@
+"""A real ``tssd serve`` as a subprocess: for acceptance tests and benchmarks.
+
+Tests and benchmarks must exercise the daemon as operators run it (its own process, its
+settings from the environment, its Unix socket), not an in-process copy. These helpers
+are the one place that knows how to start one and tell when it is ready.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from tssd.wire import Client, WireError
+
+#: The directory of this interpreter's console scripts (tssd, tssctl, tss-hsm).
+BIN = Path(sys.executable).parent
+
+
+class DaemonError(RuntimeError):
+    """The daemon exited or did not become ready in time."""
+
+
+def serve_env(home: Path, db_url: str, settings: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a ``tssd serve`` of *home* on *db_url*.
+
+    TSSD_* variables of the caller's environment are dropped so that nothing leaks into
+    the daemon unnoticed; *settings* are further TSSD_* variables. The metrics listener
+    is off (tests run many daemons side by side) and logs are JSON lines.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TSSD_")}
+    env.update(
+        TSSD_HOME=str(home),
+        TSSD_DATABASE_URL=db_url,
+        TSSD_API_METRICS_TCP="",
+        TSSD_LOG_FORMAT="json",
+    )
+    env.update(settings)
+    return env
+
+
+def spawn_serve(
+    env: Mapping[str, str], log_path: Path, *, append: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start ``tssd serve`` with *env*, its output going to *log_path*."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab" if append else "wb") as log:
+        return subprocess.Popen(
+            [str(BIN / "tssd"), "serve"], env=dict(env), stdout=log, stderr=subprocess.STDOUT
+        )
+
+
+def wait_ready(
+    proc: subprocess.Popen[bytes],
+    socket: Path,
+    timeout: float,
+    log: Callable[[], str],
+    name: str = "tssd",
+    poll_s: float = 0.1,
+) -> None:
+    """Return once the daemon answers ``GET /healthz`` on *socket*; raise
+    :class:`DaemonError` (with the tail of *log*) if it exits or *timeout* passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise DaemonError(f"{name} exited {proc.returncode}:\n{log()}")
+        try:
+            if Client(str(socket)).call("GET", "/healthz", timeout=2).get("status") == "ok":
+                return
+        except WireError:
+            pass
+        time.sleep(poll_s)
+    raise DaemonError(f"{name} did not become ready:\n{log()}")
