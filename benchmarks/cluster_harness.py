@@ -23,7 +23,7 @@ from typing import Any
 
 import asyncpg
 
-from tssd.testing import BIN, serve_env, spawn_serve, wait_ready
+from tssd.testing import BIN, adler32_file, serve_env, spawn_serve, wait_ready
 from tssd.wire import Client
 
 CHUNK_SIZE = 1 << 20  # tssd.files.CHUNK_SIZE: the filler block
@@ -55,14 +55,6 @@ def expected_adler32(pnfsid_: str, size: int) -> str:
         n = min(remaining, CHUNK_SIZE)
         value = zlib.adler32(block[:n], value)
         remaining -= n
-    return f"{value:08x}"
-
-
-def adler32_file(path: Path) -> str:
-    value = 1
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            value = zlib.adler32(chunk, value)
     return f"{value:08x}"
 
 

@@ -31,22 +31,13 @@ import sqlite3
 import subprocess
 import threading
 import time
-import zlib
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tssd.testing import BIN, serve_env, spawn_serve, wait_ready
-
-
-def adler32_file(path: Path) -> str:
-    value = 1
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            value = zlib.adler32(chunk, value)
-    return f"{value:08x}"
+from tssd.testing import BIN, adler32_file, serve_env, spawn_serve, wait_ready
 
 
 def storage_info(size: int, adler: str, store: str = "atlas", group: str = "tape") -> str:

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -74,3 +75,12 @@ def wait_ready(
             pass
         time.sleep(poll_s)
     raise DaemonError(f"{name} did not become ready:\n{log()}")
+
+
+def adler32_file(path: Path) -> str:
+    """The adler32 of a file as dCache writes it: eight lower-case hex digits."""
+    value = 1
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            value = zlib.adler32(chunk, value)
+    return f"{value:08x}"

@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import time
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,14 +15,6 @@ import pytest
 
 from tssd.testing import BIN, serve_env, spawn_serve, wait_ready
 from tssd.wire import Client
-
-
-def adler32_file(path: Path) -> str:
-    value = 1
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            value = zlib.adler32(chunk, value)
-    return f"{value:08x}"
 
 
 @dataclass
