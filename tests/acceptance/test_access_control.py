@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Daemon, adler32_file, storage_info
+from conftest import Daemon, storage_info
 
-from tssd.testing import DaemonError
+from tssd.testing import DaemonError, adler32_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

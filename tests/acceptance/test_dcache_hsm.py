@@ -13,7 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BIN, Daemon, Result, adler32_file
+from conftest import BIN, Daemon, Result
+
+from tssd.testing import adler32_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

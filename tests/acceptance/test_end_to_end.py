@@ -8,7 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import Daemon, adler32_file, storage_info
+from conftest import Daemon, storage_info
+
+from tssd.testing import adler32_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import Daemon, adler32_file
+from conftest import Daemon
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from tssd.db.models import SimObject
+from tssd.testing import adler32_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import BIN, Daemon, adler32_file, storage_info
+from conftest import BIN, Daemon, storage_info
+
+from tssd.testing import adler32_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
