@@ -8,6 +8,7 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -65,18 +66,7 @@ def test_invariants_over_random_campaigns(campaign: tuple[str, list[Arrival], in
         mount_budget_per_day=10**6 if drives == 3 else BUDGET, preempt_after_s=0.0,
     )  # fmt: skip
     mounts = outcome.mounts
-    # Never two drives on one tape at once.
-    by_volume = defaultdict(list)
-    for m in mounts:
-        by_volume[m.volume].append((m.requested, m.ended if m.ended is not None else 1e18))
-    for spans in by_volume.values():
-        spans.sort()
-        assert all(a[1] <= b[0] for a, b in pairwise(spans))
-    # Every request served exactly once.
-    done = [r for r in outcome.requests if r.state == "done"]
-    assert len(done) == len(arrivals) == len(outcome.finished_at)
-    reads = [(m.volume, pos) for m in mounts for _, pos in m.reads]
-    assert len(reads) == len(set(reads)) == len(arrivals)
+    by_volume = exclusive_and_once(outcome, arrivals)
     # No tape mounted more often than its budget in any day.
     if drives != 3:
         for volume, spans in by_volume.items():
@@ -97,3 +87,31 @@ def test_invariants_over_random_campaigns(campaign: tuple[str, list[Arrival], in
         for a in arrivals:
             waited = outcome.finished_at[outcome.request_of[a.index]] - a.at
             assert waited <= MAX_WAIT + 2 * longest + 300
+
+
+def exclusive_and_once(outcome: Outcome, arrivals: list[Arrival]) -> dict[str, list[Any]]:
+    """Never two drives on one tape at once; every request served exactly once."""
+    by_volume = defaultdict(list)
+    for m in outcome.mounts:
+        by_volume[m.volume].append((m.requested, m.ended if m.ended is not None else 1e18))
+    for spans in by_volume.values():
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in pairwise(spans))
+    done = [r for r in outcome.requests if r.state == "done"]
+    assert len(done) == len(arrivals) == len(outcome.finished_at)
+    reads = [(m.volume, pos) for m in outcome.mounts for _, pos in m.reads]
+    assert len(reads) == len(set(reads)) == len(arrivals)
+    return by_volume
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(campaigns())
+def test_rao_tours_and_urgent_visits_keep_the_invariants(
+    campaign: tuple[str, list[Arrival], int],
+) -> None:
+    catalog, arrivals, drives = campaign
+    outcome = simulate(
+        catalog, arrivals, drives, rao="on", urgent_batch_s=300.0, urgent_target_s=600.0,
+        preempt_after_s=3000.0, fill_wait_s=0.0,
+    )  # fmt: skip
+    exclusive_and_once(outcome, arrivals)

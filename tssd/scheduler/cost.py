@@ -33,10 +33,15 @@ from tssd.scheduler.planner import TapeQueue
 DEFAULT_PROFILE = LTO9
 
 
-def profile_of(backend: object) -> Profile:
-    """The backend's timing profile when it has one (``profile`` attribute), else LTO-9."""
+def timing_of(backend: object) -> Profile | None:
+    """The backend's own timing profile (``profile`` attribute), None for real libraries."""
     profile = getattr(backend, "profile", None)
-    return profile if isinstance(profile, Profile) else DEFAULT_PROFILE
+    return profile if isinstance(profile, Profile) else None
+
+
+def profile_of(backend: object) -> Profile:
+    """The backend's timing profile when it has one, else LTO-9 figures."""
+    return timing_of(backend) or DEFAULT_PROFILE
 
 
 @dataclass(frozen=True)

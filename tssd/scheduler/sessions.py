@@ -35,7 +35,7 @@ from tssd.errors import ChecksumMismatch, TransientBackendError, TssdError
 from tssd.health import Health, record_failure, record_success
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
-from tssd.scheduler.cost import profile_of
+from tssd.scheduler.cost import profile_of, timing_of
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.policy import Policy
@@ -81,7 +81,7 @@ class SessionRunner:
         self.interrupt_after_s = 0.0
         self.profile = profile_of(backend)
         #: The backend's own timing model, for RAO (None: a real library's drives).
-        self.timing: Profile | None = _timing_of(backend)
+        self.timing: Profile | None = timing_of(backend)
         #: Whether higher-priority requests of tapes other than the given one wait for a
         #: drive (set by the scheduler): a session that came for urgent requests then
         #: leaves its ordinary ones for later.
@@ -121,8 +121,8 @@ class SessionRunner:
         A pass moves forward: after its first chunk only requests ahead of the head join
         it; one that arrives behind the head waits for the next pass. The tape's requests
         of the highest priority are read first; later ones of a higher priority than the
-        pass's interrupt it once they waited ``interrupt_after_s``. A session that read
-        only higher-priority requests ends there when other tapes' wait for a drive.
+        pass's interrupt it once they waited ``interrupt_after_s``. A session that came
+        for higher-priority requests ends after them when another tape's would be late.
         """
         await self.drives.ensure_mounted(drive, volume, "recall")
         if self.policy.files_per_session is not None:
@@ -488,11 +488,6 @@ class SessionRunner:
         self.metrics.request_duration.labels(request.kind, request.queue).observe(
             (utcnow() - created).total_seconds()
         )
-
-
-def _timing_of(backend: object) -> Profile | None:
-    profile = getattr(backend, "profile", None)
-    return profile if isinstance(profile, Profile) else None
 
 
 def _copy_on(copies: Sequence[TapeCopy], volume: str, position: int | None) -> TapeCopy | None:
