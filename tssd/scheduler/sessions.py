@@ -39,14 +39,10 @@ from tssd.scheduler.cost import profile_of, timing_of
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.policy import Policy
-from tssd.scheduler.rao import order_reads
+from tssd.scheduler.rao import OFFLOAD_ABOVE, order_reads
 from tssd.submit import make_uri
 
 log = structlog.get_logger()
-
-#: Batches larger than this are ordered off the event loop (a tour of 1,000 files on a
-#: full LTO-9 cartridge takes up to 0.4 s of CPU).
-OFFLOAD_ABOVE = 100
 
 SinkFactory = Callable[[Request], Sink]
 SourceFactory = Callable[[Request], Source]
