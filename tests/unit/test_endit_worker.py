@@ -133,6 +133,24 @@ async def test_deleted_request_is_cancelled_after_grace(store: RequestStore, bas
     assert row.state == State.CANCELLED
 
 
+async def test_cancel_that_crosses_the_delivery_leaves_no_file(
+    store: RequestStore, base: Path
+) -> None:
+    worker = make_worker(store, base, cancel_grace_s=0.0)
+    stage_request(base, PNFSID, 10)
+    await worker.reconcile()
+    await worker.after()
+    [row] = await requests(store, "recall")
+    (base / "in" / PNFSID).write_bytes(b"0123456789")
+    await finish(store, row, State.DONE)
+    await worker.after()  # delivered while the request file is still there
+    (base / "request" / PNFSID).unlink()  # dCache cancelled meanwhile: nobody takes it
+    await worker.handle({"request": {PNFSID}})
+    await worker.after()
+    await worker.after()
+    assert not (base / "in" / PNFSID).exists()
+
+
 async def test_pool_restart_reissue_attaches(store: RequestStore, base: Path) -> None:
     worker = make_worker(store, base, cancel_grace_s=3600.0)
     stage_request(base, PNFSID, 10)

@@ -379,7 +379,8 @@ class EnditSettings:
         default=120.0,
         metadata=_doc(
             "A recall whose request file is gone is cancelled after this long, so a pool "
-            "restart (request/ wiped, then re-issued) attaches to the running recall."
+            "restart (request/ wiped, then re-issued) attaches to the running recall; a file "
+            "delivered to in/ whose request file went (a cancelled stage) is removed then."
         ),
     )
     min_free_percent: float = field(

@@ -57,6 +57,9 @@ class StageBook:
         # Delivered after the request file went: name -> when it went. Kept for the grace
         # period (a pool restart re-issues the stage and takes the file), then unlinked.
         self.orphans: dict[str, float] = {}
+        # Delivered while the request file was still there: if it goes before the plugin
+        # takes the file (a cancel that crossed the delivery), the file becomes an orphan.
+        self.delivered: set[str] = set()
         self.outstanding = 0  # bytes recorded for in/ and not yet delivered
         self.paused = False
 
@@ -101,6 +104,9 @@ class StageBook:
         """``request/<name>`` is gone: delivered, cancelled, or wiped by a pool restart."""
         self.waiting.pop(name, None)
         self.reported.pop(name, None)
+        if name in self.delivered:
+            self.delivered.discard(name)
+            self.orphans[name] = self.now()
         stage = self.tracked.get(name)
         if stage is not None and stage.gone_since is None:
             stage.gone_since = self.now()
@@ -279,6 +285,8 @@ class StageBook:
         if row.state == State.DONE:
             if not present and stage.gone_since is not None:
                 self.orphans[stage.name] = stage.gone_since
+            else:
+                self.delivered.add(stage.name)
             await self._check_delivered(stage, row, fields)
             return
         if not present:
