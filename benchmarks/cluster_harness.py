@@ -23,7 +23,7 @@ from typing import Any
 
 import asyncpg
 
-from tssd.testing import BIN, adler32_file, serve_env, spawn_serve, wait_ready
+from tssd.testing import BIN, adler32_file, serve_env, spawn_serve, stop_serve, wait_ready
 from tssd.wire import Client
 
 CHUNK_SIZE = 1 << 20  # tssd.files.CHUNK_SIZE: the filler block
@@ -111,9 +111,7 @@ class Instance:
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
         assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        code = self.proc.wait(timeout=timeout)
+        code = stop_serve(self.proc, sig, timeout)
         self.proc = None
         return code
 

@@ -8,6 +8,7 @@ are the one place that knows how to start one and tell when it is ready.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -52,6 +53,15 @@ def spawn_serve(
         return subprocess.Popen(
             [str(BIN / "tssd"), "serve"], env=dict(env), stdout=log, stderr=subprocess.STDOUT
         )
+
+
+def stop_serve(
+    proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 60.0
+) -> int:
+    """Send *sig* unless the daemon already exited; its exit code."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    return proc.wait(timeout=timeout)
 
 
 def wait_ready(

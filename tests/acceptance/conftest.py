@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tssd.testing import BIN, serve_env, spawn_serve, wait_ready
+from tssd.testing import BIN, serve_env, spawn_serve, stop_serve, wait_ready
 from tssd.wire import Client
 
 
@@ -74,9 +74,7 @@ class Daemon:
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
         assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        code = self.proc.wait(timeout=timeout)
+        code = stop_serve(self.proc, sig, timeout)
         self.proc = None
         return code
 
