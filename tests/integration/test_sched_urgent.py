@@ -66,3 +66,19 @@ def test_urgent_requests_for_one_tape_share_its_mount() -> None:
     visits = [m for m in outcome.mounts if m.volume == "A"]
     # A holds nothing else: the first waited for company, one mount of A read all three.
     assert [m.files for m in visits] == [3]
+
+
+def test_urgent_files_of_a_tape_read_through_join_its_single_pass() -> None:
+    urgent = [Arrival(100, "A0040", 0.0, 10, "urgent"), Arrival(101, "A0024", 0.0, 10, "urgent")]
+    arrivals = bulk("A") + urgent
+    placed = run(arrivals, 1, urgent_batch_s=0.0)
+    first = run(arrivals, 1, urgent_batch_s=0.0, urgent_within_s=0.0, urgent_target_s=0.0)
+    for outcome in (placed, first):
+        (mount,) = outcome.mounts
+        # One pass over the tape: the urgent files joined the ordinary ones.
+        assert mount.files == 22 and len({n for n, _ in mount.reads}) == 1
+    urgent_positions = {24, 40}
+    assert {p for _, p in first.mounts[0].reads[:2]} == urgent_positions
+    # Placed in the tour where they cost least, before their deadline: less locating.
+    assert placed.mounts[0].locate_s < first.mounts[0].locate_s
+    assert {p for _, p in placed.mounts[0].reads[:2]} != urgent_positions

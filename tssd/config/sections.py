@@ -302,6 +302,14 @@ class SchedulerSettings:
             "work for later only when another tape's would otherwise start later than this."
         ),
     )
+    urgent_within_s: float = field(
+        default=300.0,
+        metadata=_doc(
+            "With software RAO, a mounted tape's higher-priority recalls are not read first "
+            "but join its read order where they add the least locating, among the places "
+            "the order reaches within this many seconds (0 = read them first)."
+        ),
+    )
     preempt_after_s: float = field(
         default=14400.0,
         metadata=_doc(

@@ -89,6 +89,8 @@ class Scheduler:
             intake.now = drives.clock.now
             runner.rao = settings.rao
             runner.interrupt_after_s = settings.urgent_batch_s
+            runner.urgent_within_s = settings.urgent_within_s
+            runner.urgent_target_s = settings.urgent_target_s
             runner.urgent_elsewhere = self.chooser.urgent_late
             store.notifier.listeners.append(self._finished)
         else:

@@ -10,13 +10,23 @@ locate between them and so entered only at their first file), starting at the dr
 head. ``auto`` keeps whichever of the two orders the model finds cheaper, rewind
 included, and keeps position order on backends without a timing model (real drives:
 their geometry is not known, and their own RAO, where they have one, knows better).
+
+Higher-priority files of a batch (``urgent``) are not simply read first: each joins the
+order at the place where it adds the least locating, among the places the order reaches
+by the file's deadline (``urgent_target_s`` after it arrived, and at least
+``urgent_within_s`` from now). The tour works its way along the tape slowly, crossing
+wraps at about the same point, so it comes near a file far down the tape only late;
+reading that file first costs a long locate there and, for the rest of the tour, a long
+way back (about 50 s on LTO-9), where a deadline some thousand seconds away lets it
+join the tour as it passes (about 8 s).
 """
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tssd.backends.base import ReadItem
@@ -151,16 +161,67 @@ def rao_order(offsets: Sequence[tuple[int, int]], head: int, profile: Profile) -
     return order
 
 
+def insert_early(
+    order: Sequence[int],
+    urgent: Mapping[int, float],
+    spans: Sequence[tuple[int, int]],
+    head: int,
+    profile: Profile,
+) -> list[int]:
+    """*order* (indexes of *spans*) with each index of *urgent* inserted at the place where
+    it adds the least locating, among the places reached within its *urgent* value of
+    model seconds of reading from *head*; the first place is always allowed."""
+    out = list(order)
+    cap = profile.capacity_bytes
+    for u in sorted(urgent, key=lambda i: (urgent[i], spans[i][0])):
+        start, size = spans[u]
+        within_s = urgent[u]
+        best_delta, best_slot = math.inf, 0
+        at, elapsed = head, 0.0
+        for slot in range(len(out) + 1):
+            into = profile.locate_s(at, start, cap)
+            if slot == len(out):
+                if into < best_delta:
+                    best_slot = slot
+                break
+            nxt, nxt_size = spans[out[slot]]
+            skip = profile.locate_s(at, nxt, cap)
+            delta = into + profile.locate_s(start + size, nxt, cap) - skip
+            if delta < best_delta:
+                best_delta, best_slot = delta, slot
+            elapsed += skip + profile.per_file_s + profile.transfer_s(nxt_size)
+            at = nxt + nxt_size
+            if elapsed > within_s:
+                break
+        out.insert(best_slot, u)
+    return out
+
+
+def inserts_urgent(profile: Profile | None, mode: str) -> bool:
+    """Whether :func:`order_reads` places higher-priority files itself (else: read them
+    in a pass of their own first)."""
+    return mode != "off" and profile is not None
+
+
 def order_reads(
-    items: Sequence[ReadItem], drive: DriveState, profile: Profile | None, mode: str
+    items: Sequence[ReadItem],
+    drive: DriveState,
+    profile: Profile | None,
+    mode: str,
+    *,
+    urgent: Mapping[int, float] | None = None,
 ) -> list[ReadItem]:
     """*items* (in position order) reordered by RAO when *mode* asks for it and it pays.
 
     *profile* is the backend's timing model, None when it has none: ``auto`` then keeps
-    position order and ``on`` falls back to the LTO-9 model.
+    position order and ``on`` falls back to the LTO-9 model. Items whose ``id()`` is a key
+    of *urgent* join the order within that many seconds (:func:`insert_early`) when
+    :func:`inserts_urgent`.
     """
     if mode == "off" or len(items) < 2:
         return list(items)
+    if urgent is None or not inserts_urgent(profile, mode):
+        urgent = {}
     if profile is None:
         if mode == "auto":
             return list(items)
@@ -169,9 +230,16 @@ def order_reads(
         return list(items)
     items = sorted(items, key=lambda i: i.copy.offset)
     offsets = [(i.copy.offset, i.copy.size) for i in items]
-    order = rao_order(offsets, drive.head_offset, profile)
+    late = [i for i, item in enumerate(items) if id(item) not in urgent]
+    early = [i for i, item in enumerate(items) if id(item) in urgent]
+    if not late:  # all of one priority: nothing to put before the rest
+        late, early = early, []
+    order = [late[i] for i in rao_order([offsets[i] for i in late], drive.head_offset, profile)]
     if mode == "auto":
         rao_s = order_cost([offsets[i] for i in order], drive.head_offset, profile)
-        if rao_s >= 0.99 * order_cost(offsets, drive.head_offset, profile):
-            return items
+        if rao_s >= 0.99 * order_cost([offsets[i] for i in late], drive.head_offset, profile):
+            order = late
+    if early:
+        within = {i: urgent[id(items[i])] for i in early}
+        order = insert_early(order, within, offsets, drive.head_offset, profile)
     return [items[i] for i in order]

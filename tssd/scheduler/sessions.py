@@ -14,7 +14,7 @@ from datetime import UTC
 from typing import Any
 
 import structlog
-from sqlalchemy import select
+from sqlalchemy import Select, select
 
 from tssd.backends.base import (
     ReadItem,
@@ -37,9 +37,10 @@ from tssd.metrics import Metrics
 from tssd.retry import Retrier
 from tssd.scheduler.cost import profile_of, timing_of
 from tssd.scheduler.drives import DriveManager, DriveState
-from tssd.scheduler.planner import Entry, Planner
+from tssd.scheduler.planner import Entry
 from tssd.scheduler.policy import Policy
-from tssd.scheduler.rao import OFFLOAD_ABOVE, order_reads
+from tssd.scheduler.rao import OFFLOAD_ABOVE, inserts_urgent, order_reads
+from tssd.scheduler.tiers import PriorityTiers
 from tssd.submit import make_uri
 
 log = structlog.get_logger()
@@ -52,7 +53,7 @@ def error_code(exc: BaseException) -> int:
     return exc.exit_code if isinstance(exc, TssdError) else 1
 
 
-class SessionRunner:
+class SessionRunner(PriorityTiers):
     def __init__(
         self,
         store: RequestStore,
@@ -73,8 +74,6 @@ class SessionRunner:
         self.offload = offload
         #: Order of reads in a batch: off (position), on (RAO), auto (the cheaper).
         self.rao = rao
-        #: A pass is interrupted for higher-priority requests once they waited this long.
-        self.interrupt_after_s = 0.0
         self.profile = profile_of(backend)
         #: The backend's own timing model, for RAO (None: a real library's drives).
         self.timing: Profile | None = timing_of(backend)
@@ -82,15 +81,8 @@ class SessionRunner:
         #: drive (set by the scheduler): a session that came for urgent requests then
         #: leaves its ordinary ones for later.
         self.urgent_elsewhere: Callable[[str], bool] = lambda volume: False
-        #: The scheduler's per-tape index, when it keeps one (set by the scheduler).
-        self.planner: Planner | None = None
         self._claimed_entries: dict[int, Entry] = {}
-        #: Drives whose recall session should end after the file being read.
-        self.yield_requested: set[str] = set()
-        #: Claimed, unread requests of a priority above 0 per drive: (priority, arrival).
-        self._held: dict[str, dict[int, tuple[int, float]]] = {}
-        #: Priority floor of each drive's current pass (None = every request).
-        self._tiers: dict[str, int | None] = {}
+        self.init_tiers()
         #: Volumes in use by a session; shared with the scheduler, which owns it.
         self.volumes_busy: set[str] = set()
         #: The tape each storage class was last written to.
@@ -129,8 +121,15 @@ class SessionRunner:
             tier = self._top_priority(volume)
             if tier is not None and ordinary_read and not self._due(volume, 0):
                 tier = None  # not waited long enough to turn the head round: in order
-            if await self._pass(drive, volume, queues, tier):
-                if tier is None:
+            # Unless this is a visit for urgent requests only, the tape's ordinary work is
+            # read in the same pass, the urgent requests placed early in its read order.
+            combine = (
+                tier is not None
+                and inserts_urgent(self.timing, self.rao)
+                and (ordinary_read or not self.urgent_elsewhere(volume))
+            )
+            if await self._pass(drive, volume, queues, tier, combine=combine):
+                if tier is None or combine:
                     ordinary_read = True
                 elif not ordinary_read and self.urgent_elsewhere(volume):
                     return  # a visit for urgent requests: others wait for this drive
@@ -148,10 +147,13 @@ class SessionRunner:
         tier: int | None,
         *,
         floor: int | None = None,
+        combine: bool = False,
     ) -> int:
         """One forward pass over the requests of priority >= *tier*; how many it claimed.
 
-        Requests of a priority above *floor* (default: *tier*) interrupt it.
+        Requests of a priority above *floor* (default: *tier*) interrupt it. With
+        *combine*, once it claimed some of those, it claims the others too and reads all
+        as ordinary work (:func:`order_reads` places the higher-priority ones early).
         """
         budget = self.policy.files_per_session
         order = (Request.position, Request.id) if self.policy.position_order else (Request.id,)
@@ -161,22 +163,17 @@ class SessionRunner:
         self._tiers[drive.name] = tier if floor is None else floor
         while (budget is None or budget > 0) and not self._interrupted(drive.name, volume):
             limit = self.chunk if budget is None else min(budget, self.chunk)
-            stmt = select(Request).where(
-                Request.kind == Kind.RECALL,
-                Request.state == State.QUEUED,
-                Request.volume == volume,
-            )
-            if queues is not None:
-                stmt = stmt.where(Request.queue.in_(sorted(queues)))
+            stmt = self._queued(volume, queues)
             if tier is not None:
                 stmt = stmt.where(Request.priority >= tier)
-            if self.backpressure is not None:  # recalls into full file systems wait
-                stmt = stmt.where(*self.backpressure.clauses())
             if head is not None and self.policy.position_order:
                 stmt = stmt.where(Request.position > head)
             claimed = await self.store.claim(stmt.order_by(*order).limit(limit), drive.name)
             if not claimed:
                 break
+            if combine and tier is not None:
+                claimed += await self._claim_rest(drive, volume, queues, limit - len(claimed))
+                tier = self._tiers[drive.name] = None
             self._taken(claimed)
             total += len(claimed)
             if budget is not None:
@@ -185,47 +182,25 @@ class SessionRunner:
             await self._read_batch(drive, volume, claimed)
         return total
 
-    def set_tier(self, drive: str, priority: int) -> None:
-        """The priority a session starts with, until its first pass sets its own."""
-        self._tiers[drive] = priority if priority > 0 else None
+    async def _claim_rest(
+        self, drive: DriveState, volume: str, queues: frozenset[str] | None, limit: int
+    ) -> list[Request]:
+        """Claim up to *limit* more of *volume*'s queued recalls, of any priority."""
+        if limit <= 0:
+            return []
+        stmt = self._queued(volume, queues).order_by(Request.position, Request.id).limit(limit)
+        return await self.store.claim(stmt, drive.name)
 
-    def tier_of(self, drive: str) -> int:
-        """Priority floor of the pass *drive* is running (0 = ordinary work), or the top
-        priority queued for its tape: a session about to serve urgent requests (batched,
-        see :meth:`_due`) is not ordinary work either."""
-        state = self.drives.drives.get(drive)
-        queued = self._top_priority(state.volume) if state is not None and state.volume else None
-        held = max((p for p, _ in self._held.get(drive, {}).values()), default=0)
-        return max(self._tiers.get(drive) or 0, queued or 0, held)
-
-    def _top_priority(self, volume: str) -> int | None:
-        """The highest request priority above 0 queued for *volume* (planner only)."""
-        tape = self.planner.tapes.get(volume) if self.planner is not None else None
-        top = tape.max_priority() if tape is not None else 0
-        return top if top > 0 else None
-
-    def _interrupted(self, drive: str, volume: str) -> bool:
-        """Yield requested, or requests of a higher priority than the pass's waited long."""
-        if drive in self.yield_requested:
-            return True
-        tier = self._tiers.get(drive) or 0
-        if self._due(volume, tier):
-            return True
-        # Claimed with the pass but not reached yet: read them first once they are due.
-        held = [a for p, a in self._held.get(drive, {}).values() if p > tier]
-        return bool(held) and self.drives.clock.now() - min(held) >= self.interrupt_after_s
-
-    def _due(self, volume: str, tier: int) -> bool:
-        """Requests of a priority above *tier* wait on *volume*, the oldest for at least
-        ``interrupt_after_s``: turning the head round for them costs two locates, and
-        waiting (as a tape waiting for a drive does) lets later ones share the detour."""
-        top = self._top_priority(volume)
-        if top is None or top <= tier:
-            return False
-        tape = self.planner.tapes.get(volume) if self.planner is not None else None
-        if tape is None or self.interrupt_after_s <= 0:
-            return True
-        return self.drives.clock.now() - tape.oldest_above(tier) >= self.interrupt_after_s
+    def _queued(self, volume: str, queues: frozenset[str] | None) -> Select[Request]:
+        """The queued recalls of *volume* a session may claim (of *queues*, when given)."""
+        stmt = select(Request).where(
+            Request.kind == Kind.RECALL, Request.state == State.QUEUED, Request.volume == volume
+        )
+        if queues is not None:
+            stmt = stmt.where(Request.queue.in_(sorted(queues)))
+        if self.backpressure is not None:  # recalls into full file systems wait
+            stmt = stmt.where(*self.backpressure.clauses())
+        return stmt
 
     def _taken(self, claimed: Sequence[Request]) -> None:
         if self.planner is not None:
@@ -240,17 +215,24 @@ class SessionRunner:
 
     async def _read_batch(self, drive: DriveState, volume: str, claimed: list[Request]) -> None:
         pending = {r.id: r for r in claimed}
+        floor = self._tiers.get(drive.name) or 0
+        placed = inserts_urgent(self.timing, self.rao)
+        # Higher-priority requests claimed with the pass: placed early in the read order
+        # when RAO can, else read first once they are due (see _interrupted).
         held = self._held[drive.name] = {
             r.id: (r.priority, e.arrived if (e := self._claimed_entries.get(r.id)) else 0.0)
             for r in claimed
-            if r.priority > 0
+            if r.priority > floor and not placed
         }
         try:
             by_item = await self._read_items(volume, claimed, pending)
             batch = [i for i, _ in by_item.values()]
+            urgent = {
+                k: self._read_within(r.id) for k, (_, r) in by_item.items() if r.priority > floor
+            }
 
             def order() -> list[ReadItem]:
-                return order_reads(batch, drive, self.timing, self.rao)
+                return order_reads(batch, drive, self.timing, self.rao, urgent=urgent)
 
             items = await self.offload(order) if len(batch) > OFFLOAD_ABOVE else order()
             async for result in self.backend.read(drive.name, items):
