@@ -108,9 +108,11 @@ class SessionRunner(PriorityTiers):
 
         A pass moves forward: after its first chunk only requests ahead of the head join
         it; one that arrives behind the head waits for the next pass. The tape's requests
-        of the highest priority are read first; later ones of a higher priority than the
-        pass's interrupt it once they waited ``interrupt_after_s``. A session that came
-        for higher-priority requests ends after them when another tape's would be late.
+        of the highest priority are read first, or, with software RAO, in the same pass as
+        the others, placed where they cost least before their deadline; later ones of a
+        higher priority than the pass's interrupt it once they waited
+        ``interrupt_after_s``. A session that came for higher-priority requests reads
+        only those when another tape's would be late.
         """
         await self.drives.ensure_mounted(drive, volume, "recall")
         if self.policy.files_per_session is not None:
