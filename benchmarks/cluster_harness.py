@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import signal
 import subprocess
 import time
 import zlib
@@ -23,7 +22,7 @@ from typing import Any
 
 import asyncpg
 
-from tssd.testing import BIN, adler32_file, serve_env, spawn_serve, stop_serve, wait_ready
+from tssd.testing import BIN, ServeProcess, adler32_file, serve_env, spawn_serve, wait_ready
 from tssd.wire import Client
 
 CHUNK_SIZE = 1 << 20  # tssd.files.CHUNK_SIZE: the filler block
@@ -59,7 +58,7 @@ def expected_adler32(pnfsid_: str, size: int) -> str:
 
 
 @dataclass
-class Instance:
+class Instance(ServeProcess):
     """One ``tssd serve`` process of the cluster."""
 
     name: str
@@ -108,15 +107,6 @@ class Instance:
     def log(self) -> str:
         path = self.home / "tssd.log"
         return path.read_text(errors="replace")[-20000:] if path.exists() else ""
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
-        assert self.proc is not None
-        code = stop_serve(self.proc, sig, timeout)
-        self.proc = None
-        return code
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
 
     def ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -64,6 +64,22 @@ def stop_serve(
     return proc.wait(timeout=timeout)
 
 
+class ServeProcess:
+    """Mixin for a test's handle on one ``tssd serve`` process (its ``proc``)."""
+
+    proc: subprocess.Popen[bytes] | None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
+        """Stop the daemon with *sig* (see :func:`stop_serve`); its exit code."""
+        assert self.proc is not None
+        code = stop_serve(self.proc, sig, timeout)
+        self.proc = None
+        return code
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
 def wait_ready(
     proc: subprocess.Popen[bytes],
     socket: Path,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tssd.testing import BIN, serve_env, spawn_serve, stop_serve, wait_ready
+from tssd.testing import BIN, ServeProcess, serve_env, spawn_serve, wait_ready
 from tssd.wire import Client
 
 
@@ -26,7 +26,7 @@ class Result:
 
 
 @dataclass
-class Daemon:
+class Daemon(ServeProcess):
     home: Path
     db_url: str
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -71,15 +71,6 @@ class Daemon:
                 if line.startswith("{"):
                     found.append(json.loads(line))
         return found
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
-        assert self.proc is not None
-        code = stop_serve(self.proc, sig, timeout)
-        self.proc = None
-        return code
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
 
     def run(
         self, tool: str, *args: str, timeout: float = 120.0, env: dict[str, str] | None = None
