@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tssd.db.models import Kind
 from tssd.errors import InvalidRequest
+from tssd.names import ADLER32, NAME, QUEUE, pnfsid_or_none
 
-PNFSID_RE = re.compile(r"^[0-9A-Fa-f]{1,64}$")
-QUEUE_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-ADLER_RE = re.compile(r"^[0-9a-f]{1,8}$")
-NAME_RE = re.compile(r"^[A-Za-z0-9_.:@/+-]{1,255}$")
 MAX_PATH = 4096
 MAX_URIS = 64
 
@@ -44,7 +40,7 @@ def bfid_from_uri(uri: str) -> str:
     if len(uri) > MAX_PATH or "://" not in uri:
         raise InvalidRequest(f"not a tape URI: {uri[:200]!r}")
     values = parse_qs(urlsplit(uri).query).get("bfid")
-    if not values or not NAME_RE.match(values[0]):
+    if not values or not NAME.fullmatch(values[0]):
         raise InvalidRequest(f"URI has no valid bfid: {uri[:200]!r}")
     return values[0]
 
@@ -69,8 +65,8 @@ def parse_submit(body: Any, default_queue: str = "default") -> SubmitSpec:
         bfid_from_uri(uri)
     return SubmitSpec(
         kind=kind,
-        key=pnfsid.upper(),
-        pnfsid=pnfsid.upper(),
+        key=pnfsid,
+        pnfsid=pnfsid,
         path=path,
         size=size,
         storage_class=storage_class,
@@ -86,7 +82,7 @@ def _parse_remove(body: dict[str, Any], common: dict[str, Any]) -> SubmitSpec:
         if not uris:
             raise InvalidRequest("remove needs a uri or a bfid")
         bfid = bfid_from_uri(uris[0])
-    if not isinstance(bfid, str) or not NAME_RE.match(bfid):
+    if not NAME.fullmatch(bfid):
         raise InvalidRequest("bfid must be 1-255 characters of [A-Za-z0-9_.:@/+-]")
     pnfsid = body.get("pnfsid")
     return SubmitSpec(
@@ -94,21 +90,21 @@ def _parse_remove(body: dict[str, Any], common: dict[str, Any]) -> SubmitSpec:
         key=bfid,
         bfid=bfid,
         uris=uris,
-        pnfsid=_pnfsid(pnfsid).upper() if pnfsid is not None else None,
+        pnfsid=_pnfsid(pnfsid) if pnfsid is not None else None,
         **common,
     )
 
 
 def _common_fields(body: dict[str, Any], default_queue: str) -> dict[str, Any]:
     queue = body.get("queue") or default_queue
-    if not isinstance(queue, str) or not QUEUE_RE.match(queue):
+    if not QUEUE.fullmatch(queue):
         raise InvalidRequest("queue must be 1-64 characters of [A-Za-z0-9_.:-]")
     priority = body.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool) or abs(priority) > 10**6:
         raise InvalidRequest("priority must be an integer between -1000000 and 1000000")
     checksum = body.get("checksum")
     if checksum is not None:
-        if not isinstance(checksum, str) or not ADLER_RE.match(checksum.lower()):
+        if not ADLER32.fullmatch(checksum):
             raise InvalidRequest("checksum must be an adler32 of up to 8 hex digits")
         checksum = checksum.lower().zfill(8)
     return {
@@ -123,9 +119,10 @@ def _common_fields(body: dict[str, Any], default_queue: str) -> dict[str, Any]:
 
 
 def _pnfsid(value: Any) -> str:
-    if not isinstance(value, str) or not PNFSID_RE.match(value):
+    pnfsid = pnfsid_or_none(value)
+    if pnfsid is None:
         raise InvalidRequest("pnfsid must be 1-64 hex digits")
-    return value
+    return pnfsid
 
 
 def _path(value: Any) -> str:
@@ -149,7 +146,7 @@ def _name(value: Any, what: str, *, required: bool = False) -> str | None:
         if required:
             raise InvalidRequest(f"{what} is required")
         return None
-    if not isinstance(value, str) or not NAME_RE.match(value):
+    if not NAME.fullmatch(value):
         raise InvalidRequest(f"{what} must be 1-255 characters of [A-Za-z0-9_.:@/+-]")
     return value
 

@@ -9,8 +9,9 @@ import os
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tssd.names import NAME
+from tssd.names import PNFSID as PNFSID_NAME
 from tssd.shim.args import EXIT_INVALID, UsageError, parse_args
-from tssd.submit import NAME_RE, PNFSID_RE
 
 PNFSID = "0000A1B2C3D4E5F60718293A4B5C6D7E8F90"
 SI = "size=42;sClass=atlas:tape;hsm=osm;store=atlas;group=tape;flag-c=1:00ff;"
@@ -48,12 +49,12 @@ def check(argv: list[str]) -> None:
         return
     transfer = call.transfer
     assert transfer is not None
-    assert PNFSID_RE.match(transfer.pnfsid), transfer.pnfsid
+    assert PNFSID_NAME.fullmatch(transfer.pnfsid), transfer.pnfsid
     assert transfer.si.size >= 0
     if transfer.si.storage_class is not None:
         assert transfer.si.storage_class
     for location in call.uris:
-        assert NAME_RE.match(location.bfid), location.bfid
+        assert NAME.fullmatch(location.bfid), location.bfid
 
 
 @FUZZ

@@ -6,7 +6,6 @@ parameters, applies live changes (drive enable/disable) and shapes the JSON (doc
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,11 +16,10 @@ from tssd.api.routes import int_param, read_json, services
 from tssd.db.admin import UNSET, AdminStore, MountFilter
 from tssd.db.reports import ReportStore
 from tssd.errors import InvalidRequest
+from tssd.names import QUEUE, VOLUME
 from tssd.services import Services
 
 log = structlog.get_logger()
-QUEUE_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-VOLUME_RE = re.compile(r"[A-Za-z0-9_.:-]{1,32}")
 
 
 def admin(request: web.Request) -> AdminStore:
@@ -56,7 +54,7 @@ async def list_queues(request: web.Request) -> web.Response:
 
 async def set_queue(request: web.Request) -> web.Response:
     name = request.match_info["name"]
-    if not QUEUE_RE.fullmatch(name):
+    if not QUEUE.fullmatch(name):
         raise InvalidRequest("queue name must match [A-Za-z0-9_.:-]{1,64}")
     body = await read_json(request)
     if not isinstance(body, dict) or set(body) - {"priority", "max_drives", "paused"}:
@@ -143,7 +141,7 @@ async def list_tapes(request: web.Request) -> web.Response:
 
 async def show_tape(request: web.Request) -> web.Response:
     volume = request.match_info["volume"]
-    if not VOLUME_RE.fullmatch(volume):
+    if not VOLUME.fullmatch(volume):
         raise InvalidRequest("volume must match [A-Za-z0-9_.:-]{1,32}")
     return web.json_response({"tape": await admin(request).tape(volume)})
 

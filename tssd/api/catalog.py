@@ -13,11 +13,10 @@ from typing import Any
 
 from aiohttp import web
 
-from tssd.api.routes import int_param, read_json, services
+from tssd.api.routes import int_param, pnfsid_param, read_json, services
 from tssd.backends.base import TapeCopy
 from tssd.backends.copies import duplicates_report
 from tssd.errors import InvalidRequest, NotFound
-from tssd.submit import PNFSID_RE
 
 
 def copy_json(copy: TapeCopy) -> dict[str, Any]:
@@ -35,9 +34,7 @@ def copy_json(copy: TapeCopy) -> dict[str, Any]:
 
 
 async def where(request: web.Request) -> web.Response:
-    pnfsid = request.match_info["pnfsid"]
-    if not PNFSID_RE.match(pnfsid):
-        raise InvalidRequest("pnfsid must be 1-64 hex digits")
+    pnfsid = pnfsid_param(request.match_info["pnfsid"])
     found = await services(request).backend.locate([pnfsid])
     copies = sorted(found.get(pnfsid, []), key=lambda c: (c.written_at, c.restore_order))
     if not copies:

@@ -25,9 +25,10 @@ from tssd.errors import (
 )
 from tssd.files import PoolRoots
 from tssd.metrics import CONTENT_TYPE
+from tssd.names import QUEUE, VOLUME, Name, is_int, pnfsid_or_none
 from tssd.scheduler.explain import eta_fields, explain
 from tssd.services import Services
-from tssd.submit import PNFSID_RE, SubmitSpec, parse_submit
+from tssd.submit import SubmitSpec, parse_submit
 
 log = structlog.get_logger()
 SERVICES: web.AppKey[Services] = web.AppKey("services", Services)
@@ -88,12 +89,27 @@ def int_param(
     raw = request.query.get(name) if name in request.query else request.match_info.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidRequest(f"{name} must be an integer") from None
+    if not is_int(raw):
+        raise InvalidRequest(f"{name} must be an integer")
+    value = int(raw)
     if not lo <= value <= hi:
         raise InvalidRequest(f"{name} must be between {lo} and {hi}")
+    return value
+
+
+def pnfsid_param(value: str | None) -> str:
+    """A pnfsid from a query or path, normalised as submitted ones are (tssd/names.py)."""
+    pnfsid = pnfsid_or_none(value)
+    if pnfsid is None:
+        raise InvalidRequest("pnfsid must be 1-64 hex digits")
+    return pnfsid
+
+
+def _checked(name: Name, value: str | None) -> str | None:
+    if not value:
+        return None
+    if not name.fullmatch(value):
+        raise InvalidRequest(name.describe())
     return value
 
 
@@ -177,14 +193,13 @@ async def wait_request(request: web.Request) -> web.Response:
 
 
 async def latest_request(request: web.Request) -> web.Response:
-    kind, pnfsid = request.query.get("kind", ""), request.query.get("pnfsid", "")
+    kind = request.query.get("kind", "")
     if kind not in ("recall", "migrate"):
         raise InvalidRequest("kind must be recall or migrate")
-    if not PNFSID_RE.match(pnfsid):
-        raise InvalidRequest("pnfsid must be 1-64 hex digits")
+    pnfsid = pnfsid_param(request.query.get("pnfsid"))
     found = await services(request).store.latest(kind, pnfsid)
     if found is None:
-        raise NotFound(f"no {kind} request for {pnfsid.upper()}")
+        raise NotFound(f"no {kind} request for {pnfsid}")
     row, reported = found
     return web.json_response({"request": request_json(row), "reported": reported})
 
@@ -211,9 +226,9 @@ async def list_requests(request: web.Request) -> web.Response:
     flt = ListFilter(
         state=q.get("state") or None,
         kind=q.get("kind") or None,
-        queue=q.get("queue") or None,
-        volume=q.get("volume") or None,
-        pnfsid=q["pnfsid"].upper() if q.get("pnfsid") else None,
+        queue=_checked(QUEUE, q.get("queue")),
+        volume=_checked(VOLUME, q.get("volume")),
+        pnfsid=pnfsid_param(q["pnfsid"]) if q.get("pnfsid") else None,
         limit=int_param(request, "limit", 100, lo=1, hi=1000) or 100,
         after=int_param(request, "after", None),
     )

@@ -248,7 +248,7 @@ class RequestStore:
         a WAL reader never waits for the writer. The row has the attributes of a
         :class:`Request` that ``request_json`` reads.
         """
-        params = {"pnfsid": pnfsid.upper(), "kind": kind}
+        params = {"pnfsid": pnfsid, "kind": kind}
         if self.postgres:
             async with self.sessions.kw["bind"].connect() as conn:
                 row = (await conn.execute(LATEST, params)).first()

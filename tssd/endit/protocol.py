@@ -14,7 +14,6 @@ import errno
 import hashlib
 import json
 import os
-import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +21,8 @@ from typing import Any
 
 from tssd.errors import DestinationUnwritable, NoSpace, SourceUnreadable
 from tssd.files import CHUNK_SIZE, TEMP_SUFFIX, adler32_hex
+from tssd.names import ADLER32, PNFSID
 
-NAME_RE = re.compile(r"^[0-9A-Fa-f]{1,64}$")
 ERR_SUFFIX = ".err"
 SUBDIRS = ("in", "out", "request", "trash")
 RECALL_ACTIONS = frozenset({"recall", None})
@@ -31,7 +30,7 @@ HASHES = {"md5": "md5", "md5_type": "md5", "sha1": "sha1", "sha256": "sha256"}
 
 
 def is_protocol_name(name: str) -> bool:
-    return NAME_RE.match(name) is not None
+    return PNFSID.fullmatch(name)
 
 
 @dataclass(frozen=True)
@@ -196,7 +195,7 @@ def inspect_out(
     version = (st.st_ino, st.st_mtime_ns)
     sc = body.get("storage_class")
     storage_class = sc if isinstance(sc, str) and sc else None
-    if kind == "adler32" and re.fullmatch(r"[0-9a-f]{1,8}", value):
+    if kind == "adler32" and ADLER32.fullmatch(value):
         return OutFile(name, st.st_size, version, value.zfill(8), storage_class)
     try:
         adler, digest = _checksums(path, HASHES.get(kind))

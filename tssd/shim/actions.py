@@ -17,6 +17,7 @@ import os
 import sys
 import time
 
+from tssd.names import is_hex
 from tssd.shim import client as wire
 from tssd.shim.args import (
     EXIT_NO_SPACE,
@@ -32,7 +33,6 @@ from tssd.shim.args import (
     Options,
     StorageInfo,
     Transfer,
-    is_hex,
 )
 
 TYPE_CHECKING = False

@@ -12,6 +12,8 @@ than the whole parse (see the package docstring).
 
 from __future__ import annotations
 
+from tssd.names import NAME, PNFSID, is_hex, is_int
+
 TYPE_CHECKING = False  # typing costs milliseconds to import; mypy treats this name specially
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -30,7 +32,6 @@ VERBS = ("put", "get", "remove")
 MODES = ("block", "poll")
 DEFAULT_RECONNECT_S = 3600.0
 
-_HEX = "0123456789abcdefABCDEF"
 _INFINITY = float("inf")
 
 
@@ -199,16 +200,6 @@ def parse_options(options: dict[str, list[str]]) -> Options:
     )
 
 
-def is_int(text: str) -> bool:
-    """``[+-]?[0-9]{1,19}``: bounded, because int() refuses huge digit strings."""
-    digits = text[1:] if text[:1] in ("+", "-") else text
-    return 0 < len(digits) <= 19 and digits.isascii() and digits.isdigit()
-
-
-def is_hex(text: str, longest: int) -> bool:
-    return 0 < len(text) <= longest and not text.strip(_HEX)
-
-
 def _priority(text: str | None) -> int | None:
     if text is None:
         return None
@@ -231,7 +222,7 @@ def _seconds(text: str | None) -> float:
 
 
 def parse_pnfsid(text: str) -> str:
-    if not is_hex(text, 64):
+    if not PNFSID.fullmatch(text):
         raise UsageError(f"pnfsid {text[:80]!r} is not 1 to 64 hex digits")
     return text
 
@@ -263,6 +254,8 @@ def parse_location(uri: str) -> Location:
     bfid = query_value(before_fragment.partition("?")[2], "bfid")
     if not bfid:
         raise UsageError(f"-uri {uri[:200]!r} has no bfid")
+    if not NAME.fullmatch(bfid):
+        raise UsageError(f"-uri {uri[:200]!r}: bfid is not {NAME.pattern[1:-1]}")
     return Location(uri, bfid, netloc)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tssd.backends.sim.catalog_csv import CatalogRow, parse_csv
 from tssd.errors import InvalidRequest
-from tssd.submit import PNFSID_RE, QUEUE_RE
+from tssd.names import QUEUE, pnfsid_or_none
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,17 +43,18 @@ def load_requests(path: Path) -> list[Arrival]:
 
 
 def _arrival(index: int, record: dict[str, str]) -> Arrival:
-    pnfsid = (record.get("pnfsid") or "").strip()
-    if not PNFSID_RE.match(pnfsid):
-        raise ValueError(f"pnfsid {pnfsid!r} is not 1-64 hex digits")
+    raw = (record.get("pnfsid") or "").strip()
+    pnfsid = pnfsid_or_none(raw)
+    if pnfsid is None:
+        raise ValueError(f"pnfsid {raw!r} is not 1-64 hex digits")
     at = float(record.get("at") or "")
     if not at >= 0:
         raise ValueError("at must be a number of seconds >= 0")
     priority = int(record.get("priority") or 0)
     queue = (record.get("queue") or "default").strip()
-    if not QUEUE_RE.match(queue):
+    if not QUEUE.fullmatch(queue):
         raise ValueError(f"queue {queue!r} is not a valid queue name")
-    return Arrival(index, pnfsid.upper(), at, priority, queue)
+    return Arrival(index, pnfsid, at, priority, queue)
 
 
 def load_catalog_rows(path: Path) -> list[CatalogRow]:

@@ -34,7 +34,7 @@ def parse_drives(text: str) -> list[tuple[str, int, str | None]]:
     for raw in text.split(","):
         if not raw.strip():
             continue
-        m = _ENTRY.match(raw.strip())
+        m = _ENTRY.fullmatch(raw.strip())
         if m is None:
             raise ConfigError(f"scsi.drives: {raw.strip()!r} is not SERIAL@ELEMENT[=DEVICE]")
         entries.append((m.group("serial"), int(m.group("element")), m.group("device")))

@@ -31,7 +31,6 @@ import asyncio
 import csv
 import io
 import os
-import re
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -45,10 +44,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from tssd.backends.sim.profiles import LTO9
 from tssd.db.models import SimObject, SimTape
 from tssd.errors import InvalidRequest
+from tssd.names import VOLUME, pnfsid_or_none
 
 COLUMNS = ("pnfsid", "volume", "seq", "size", "storage_class", "written_at")
-PNFSID_RE = re.compile(r"[0-9A-Fa-f]{1,64}")
-VOLUME_RE = re.compile(r"[A-Za-z0-9_.:-]{1,32}")
 #: Errors listed in one message; the rest are counted.
 MAX_LISTED = 50
 #: Bound parameters per IN list.
@@ -122,9 +120,11 @@ def parse_csv(source: TextIO) -> list[CatalogRow]:
 
 def _parse_row(record: dict[str | Any, str | Any], line: int) -> CatalogRow:
     values = {c: (record.get(c) or "").strip() for c in COLUMNS}
-    if not PNFSID_RE.fullmatch(values["pnfsid"]):
+    pnfsid = pnfsid_or_none(values["pnfsid"])
+    if pnfsid is None:
         raise ValueError(f"pnfsid {values['pnfsid']!r} is not 1-64 hex digits")
-    if not VOLUME_RE.fullmatch(values["volume"]):
+    values["pnfsid"] = pnfsid
+    if not VOLUME.fullmatch(values["volume"]):
         raise ValueError(f"volume {values['volume']!r} is not 1-32 of [A-Za-z0-9_.:-]")
     seq = _integer(values["seq"], "seq", 1)
     size = _integer(values["size"], "size", 0)

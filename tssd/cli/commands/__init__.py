@@ -22,12 +22,12 @@ import argparse
 import http.client
 import json
 import os
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tssd.names import QUEUE
 from tssd.wire import ApiError, Client, WireError, resolve_target
 
 EXIT_OK = 0
@@ -219,9 +219,6 @@ def emit_json(data: Any) -> None:
     print(json.dumps(data, indent=2))
 
 
-QUEUE_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-
-
 def positive(convert: Callable[[str], Any]) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
         try:
@@ -240,6 +237,6 @@ positive_float = positive(float)
 
 
 def queue_name(text: str) -> str:
-    if not QUEUE_RE.fullmatch(text):
+    if not QUEUE.fullmatch(text):
         raise argparse.ArgumentTypeError(f"not a queue name ([A-Za-z0-9_.:-]{{1,64}}): {text!r}")
     return text

@@ -7,7 +7,6 @@ The list is parsed completely before anything is sent, submitted in bulk chunks,
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from collections.abc import Iterable
@@ -26,9 +25,9 @@ from tssd.cli.commands import (
     queue_name,
     wants_json,
 )
+from tssd.names import PNFSID
 from tssd.wire import ApiError, Client
 
-PNFSID_RE = re.compile(r"[0-9A-Fa-f]{1,64}")
 BULK_CHUNK = 10_000
 QUERY_CHUNK = 100_000  # the API's limit on ids per progress query
 BULK_TIMEOUT_S = 300.0  # a bulk insert of 10,000 rows can take a while on a busy database
@@ -144,7 +143,7 @@ def parse_line(raw: bytes) -> tuple[str, str] | str | None:
     if len(fields) < 2:
         return "expected 'pnfsid path'"
     pnfsid, path = fields
-    if not PNFSID_RE.fullmatch(pnfsid):
+    if not PNFSID.fullmatch(pnfsid):
         return f"pnfsid {pnfsid!r} is not 1 to 64 hex digits"
     if not path.startswith("/"):
         return f"path {path!r} is not absolute"
