@@ -239,6 +239,11 @@ def check_invariants(
         assert (dest / f"{pid}.crcval").read_text().split()[0] == adler, pid
     leftovers = list(dest.glob(".*tssd-part"))
     assert not leftovers, leftovers
+    # A kill between an object's commit and its catalog record orphans the file; each
+    # start removes those (tssd/backends/sim/tidy.py), so the store is the catalog's.
+    stored = {p.name for p in (node.home / "sim" / "objects").iterdir()}
+    orphaned = stored - {o["bfid"] for o in objects}
+    assert not orphaned, f"object files outside the catalog: {sorted(orphaned)}"
     logged = Counter(e.get("event") for e in node.events())
     return {
         "files": len(originals),
@@ -255,6 +260,10 @@ def check_invariants(
             and e.get("error_type", "TransientBackendError") == "TransientBackendError"
         ),
         "retries_logged": logged["backend.retry"],
+        "orphaned_objects": len(orphaned),
+        "orphans_removed_at_start": sum(
+            e.get("removed", 0) for e in node.events() if e.get("event") == "sim.objects.orphans"
+        ),
         "db_retries": logged["db.retry"],
         "requeued_at_startup": sum(
             1 for e in events if e["reason"] == "daemon restarted" and e["to_state"] == "queued"

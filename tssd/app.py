@@ -85,7 +85,8 @@ async def build_services(
         metrics = Metrics()
         backend = await stack.enter_async_context(create_backend(settings, sessions, clock))
         b = settings.backend
-        retrier = Retrier(RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s), metrics, clock)
+        policy = RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s, max(1, b.max_same_failures))
+        retrier = Retrier(policy, metrics, clock)
         store = RequestStore(sessions, postgres=is_postgres(engine))
         store.polls.ttl_s = settings.api.poll_cache_s
         drives = DriveManager(backend, sessions, retrier, metrics, clock)

@@ -74,6 +74,10 @@ class ObjectNotFound(PermanentBackendError):
     """The backend holds no copy of the object."""
 
 
+class TooLargeForTape(PermanentBackendError):
+    """More bytes than the largest cartridge of the library holds: no retry can write them."""
+
+
 class ChecksumMismatch(PermanentBackendError):
     """The bytes read do not match the checksum recorded for the object."""
 

@@ -29,6 +29,8 @@ class RetryPolicy:
     attempts: int = 5
     base_s: float = 1.0
     max_s: float = 60.0
+    #: Same failures in a row after which a request is given up (backend.max_same_failures).
+    same_failures: int = 3
 
     def delay(self, attempt: int) -> float:
         """Delay before retry number *attempt* (1-based)."""
@@ -43,6 +45,8 @@ class Retrier:
         self._later: set[asyncio.Task[Any]] = set()
         #: Transient failures per request id in this process (bounded: oldest dropped).
         self._failures: dict[object, int] = {}
+        #: The last failure per request id and how many times in a row it happened.
+        self._strikes: dict[object, tuple[str, int]] = {}
 
     def _count_failure(self, key: object, attempts: int) -> int:
         if key is None:
@@ -52,6 +56,28 @@ class Retrier:
         while len(self._failures) > MAX_TRACKED:
             del self._failures[next(iter(self._failures))]
         return count
+
+    def same_again(self, key: object, error: BaseException) -> int:
+        """Count a failure of *key* (a request id); return how many in a row were *error*.
+
+        "The same" is the same type and message: work that fails identically each time
+        (a file no tape can hold, a library with no room) is not going to succeed by
+        going round again, and going round costs a drive and a storm of events.
+        """
+        same = f"{type(error).__name__}: {error}"
+        last, count = self._strikes.pop(key, ("", 0))
+        count = count + 1 if last == same else 1
+        self._strikes[key] = (same, count)
+        while len(self._strikes) > MAX_TRACKED:
+            del self._strikes[next(iter(self._strikes))]
+        return count
+
+    def give_up(self, key: object, error: BaseException) -> bool:
+        """Whether *key* has now failed ``same_failures`` times in a row with *error*."""
+        if self.same_again(key, error) < self.policy.same_failures:
+            return False
+        self._strikes.pop(key, None)
+        return True
 
     def another_attempt(
         self, attempts: int, *, op: str, error: TransientBackendError, **context: object

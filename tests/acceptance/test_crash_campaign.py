@@ -30,3 +30,4 @@ def test_random_kills_lose_nothing_and_write_nothing_twice(tmp_path: Path, db_ur
     assert figures["daemon_starts"] == 9
     assert figures["requests_lost"] == 0 and figures["duplicate_copies"] == 0
     assert figures["recalls_verified"] == 16
+    assert figures["orphaned_objects"] == 0

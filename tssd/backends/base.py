@@ -187,8 +187,18 @@ class TapeBackend(abc.ABC):
         """The volume that the next *size* bytes of *storage_class* should go to.
 
         Opens a scratch volume when no filling one has room. Raises
-        PermanentBackendError when the library has no room left.
+        PermanentBackendError when the library has no room left, and its subclass
+        TooLargeForTape when *size* is more than the backend can ever put in one place
+        (more than any cartridge holds, for a backend that cannot spread a batch).
         """
+
+    async def max_object_size(self) -> int | None:
+        """The most bytes one object may have: what the largest cartridge holds.
+
+        None when unknown. A migration larger than this fails at once (exit 31) instead
+        of being retried for ever.
+        """
+        return None
 
     @abc.abstractmethod
     def write(self, drive: str, items: Sequence[WriteItem]) -> AsyncIterator[WriteResult]:

@@ -13,6 +13,7 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
+import prometheus_client
 import structlog
 
 from tssd.config import Settings, describe, load_settings, sample_toml, to_toml
@@ -81,6 +82,9 @@ def _positive(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # `*_created` series (a timestamp per counter and histogram child) double the series
+    # count and no dashboard or alert here reads them. Process-wide, so set once here.
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
     try:
         settings, origin = load_settings(args.config)
     except ConfigError as exc:

@@ -100,6 +100,14 @@ class BackendSettings:
         default=1.0, metadata=_doc("First retry delay; doubles each attempt.")
     )
     retry_max_s: float = field(default=60.0, metadata=_doc("Longest retry delay."))
+    max_same_failures: int = field(
+        default=3,
+        metadata=_doc(
+            "A request whose tape session fails this many times in a row with the same "
+            "error (not a transient one) ends failed with that error instead of going round "
+            "again; counted per daemon process."
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,10 @@ from tssd.metrics import Metrics
 from tssd.scheduler.choose import Chooser
 from tssd.scheduler.cost import QueuePolicy, Verdict
 from tssd.scheduler.drives import DriveManager, DriveState
-from tssd.scheduler.intake import Intake
+from tssd.scheduler.intake import Intake, unpaused
 from tssd.scheduler.planner import Planner
 from tssd.scheduler.policy import Policy
+from tssd.scheduler.queues import paused_queues
 from tssd.scheduler.sessions import SessionRunner
 
 log = structlog.get_logger()
@@ -80,6 +81,8 @@ class Scheduler:
         self._seen_pending: set[tuple[str, str]] = set()
         self._pending_at = float("-inf")
         self._migrations_waiting = True
+        #: Paused queues: their migrations wait too (their recalls: the chooser's rules).
+        self._paused: frozenset[str] = frozenset()
         self.chooser = Chooser(
             settings, store.sessions, drives, runner.profile, drives.clock, planner=Planner()
         )
@@ -158,11 +161,13 @@ class Scheduler:
         """One pass. Not *full*: skip the kinds of work nobody submitted since the last."""
         kinds, self.store.notifier.kinds = self.store.notifier.kinds, set()
         full = full or "any" in kinds
+        if full or "queues" in kinds:
+            self._paused = self.runner.paused = await paused_queues(self.store.sessions)
         if full or "remove" in kinds:
             await self.intake.removals()
-        if full or "migrate" in kinds:
+        if full or "migrate" in kinds or "queues" in kinds:
             self._migrations_waiting = True
-            for request, copy in await self.intake.migrations_on_tape():
+            for request, copy in await self.intake.migrations_on_tape(self._paused):
                 claimed = await self.store.claim(
                     select(Request).where(Request.id == request.id), None
                 )
@@ -235,7 +240,8 @@ class Scheduler:
 
     async def _migration_candidates(self) -> list[Candidate]:
         found = []
-        groups = await self.intake.migration_groups() if self._migrations_waiting else []
+        waiting = self._migrations_waiting
+        groups = await self.intake.migration_groups(self._paused) if waiting else []
         self._migrations_waiting = bool(groups)
         for sc, _files, nbytes, age in groups:
             if sc in self._classes_busy or self.runner.filling.get(sc) in self._volumes_busy:
@@ -252,6 +258,7 @@ class Scheduler:
             Request.kind == Kind.RECALL,
             Request.state == State.QUEUED,
             Request.volume.is_not(None),
+            *unpaused(self._paused),
             *(self.runner.backpressure.clauses() if self.runner.backpressure else ()),
         )
         if self.policy.files_per_session is not None:

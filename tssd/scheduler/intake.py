@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
 import structlog
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 
 from tssd.backends.base import TapeBackend, TapeCopy
 from tssd.db.models import Kind, Request, State, utcnow
@@ -137,7 +137,9 @@ class Intake:
         await self.store.finish(row.id, State.DONE, "removed")
         log.info("request.done", kind="remove", request_id=row.id, bfid=bfid)
 
-    async def migrations_on_tape(self) -> list[tuple[Request, TapeCopy]]:
+    async def migrations_on_tape(
+        self, paused: frozenset[str] = frozenset()
+    ) -> list[tuple[Request, TapeCopy]]:
         """Queued migrations whose file is on tape already with the same size and checksum."""
         stmt = (
             select(Request)
@@ -146,6 +148,7 @@ class Intake:
                 Request.state == State.QUEUED,
                 Request.checksum.is_not(None),
                 Request.attempts == 0,
+                *unpaused(paused),
             )
             .order_by(Request.id)
             .limit(self.batch)
@@ -168,8 +171,11 @@ class Intake:
                 found.append((row, match[0]))
         return found
 
-    async def migration_groups(self) -> list[tuple[str, int, int, float]]:
-        """(storage class, files, bytes, oldest age in s) of queued migrations."""
+    async def migration_groups(
+        self, paused: frozenset[str] = frozenset()
+    ) -> list[tuple[str, int, int, float]]:
+        """(storage class, files, bytes, oldest age in s) of queued migrations outside the
+        *paused* queues."""
         stmt = (
             select(
                 Request.storage_class,
@@ -177,7 +183,7 @@ class Intake:
                 func.sum(Request.size),
                 func.min(Request.created_at),
             )
-            .where(Request.kind == Kind.MIGRATE, Request.state == State.QUEUED)
+            .where(Request.kind == Kind.MIGRATE, Request.state == State.QUEUED, *unpaused(paused))
             .group_by(Request.storage_class)
         )
         now = utcnow()
@@ -194,6 +200,11 @@ class Intake:
             values={"error": str(exc), "error_code": exc.exit_code, "finished_at": utcnow()},
         )
         log.warning("request.failed", kind="recall", count=len(ids), error=str(exc))
+
+
+def unpaused(paused: frozenset[str]) -> tuple[ColumnElement[bool], ...]:
+    """The clause that leaves the requests of *paused* queues where they are."""
+    return (Request.queue.not_in(sorted(paused)),) if paused else ()
 
 
 def _age(now: datetime, then: datetime | None) -> float:

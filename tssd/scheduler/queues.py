@@ -29,6 +29,12 @@ async def load_queues(sessions: async_sessionmaker[AsyncSession]) -> dict[str, Q
     }
 
 
+async def paused_queues(sessions: async_sessionmaker[AsyncSession]) -> frozenset[str]:
+    """Queues an operator paused: they start neither recalls nor migrations."""
+    async with sessions() as session:
+        return frozenset(await session.scalars(select(QueueRow.name).where(QueueRow.paused)))
+
+
 async def load_pending(
     sessions: async_sessionmaker[AsyncSession], now: float, wall: datetime
 ) -> list[Entry]:

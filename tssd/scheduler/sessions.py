@@ -37,10 +37,12 @@ from tssd.metrics import Metrics
 from tssd.retry import Retrier
 from tssd.scheduler.cost import profile_of, timing_of
 from tssd.scheduler.drives import DriveManager, DriveState
+from tssd.scheduler.intake import unpaused
 from tssd.scheduler.planner import Entry
 from tssd.scheduler.policy import Policy
 from tssd.scheduler.rao import OFFLOAD_ABOVE, inserts_urgent, order_reads
 from tssd.scheduler.tiers import PriorityTiers
+from tssd.scheduler.writable import WritableBatches
 from tssd.submit import make_uri
 
 log = structlog.get_logger()
@@ -53,7 +55,7 @@ def error_code(exc: BaseException) -> int:
     return exc.exit_code if isinstance(exc, TssdError) else 1
 
 
-class SessionRunner(PriorityTiers):
+class SessionRunner(PriorityTiers, WritableBatches):
     def __init__(
         self,
         store: RequestStore,
@@ -85,6 +87,8 @@ class SessionRunner(PriorityTiers):
         self.init_tiers()
         #: Volumes in use by a session; shared with the scheduler, which owns it.
         self.volumes_busy: set[str] = set()
+        #: Queues an operator paused (set by the scheduler): no session claims their work.
+        self.paused: frozenset[str] = frozenset()
         #: The tape each storage class was last written to.
         self.filling: dict[str, str] = {}
         self.store = store
@@ -200,6 +204,7 @@ class SessionRunner(PriorityTiers):
         )
         if queues is not None:
             stmt = stmt.where(Request.queue.in_(sorted(queues)))
+        stmt = stmt.where(*unpaused(self.paused))
         if self.backpressure is not None:  # recalls into full file systems wait
             stmt = stmt.where(*self.backpressure.clauses())
         return stmt
@@ -332,6 +337,7 @@ class SessionRunner(PriorityTiers):
                 Request.kind == Kind.MIGRATE,
                 Request.state == State.QUEUED,
                 Request.storage_class == storage_class,
+                *unpaused(self.paused),
             )
             .order_by(Request.priority.desc(), Request.id)
             .limit(self.chunk)
@@ -342,10 +348,10 @@ class SessionRunner(PriorityTiers):
         pending = {r.id: r for r in claimed}
         held, volume = drive.volume, None
         try:
-            total = sum(r.size or 0 for r in claimed)
-            volume = await self.retrier.call(
-                "writable_volume", lambda: self.backend.writable_volume(storage_class, total)
-            )
+            claimed = await self._possible(claimed, pending)
+            volume, claimed = await self._volume_for(storage_class, claimed, pending)
+            if volume is None:
+                return
             self.filling[storage_class] = volume
             await self._take_volume(drive, volume)
             await self.drives.ensure_mounted(drive, volume, "migrate")
@@ -363,6 +369,10 @@ class SessionRunner(PriorityTiers):
                 request = by_item[id(result.item)]
                 pending.pop(request.id, None)
                 await self._finish_write(drive, request, result)
+        except TssdError as exc:
+            if not isinstance(exc, TransientBackendError):
+                await self._strike(pending, exc)
+            raise
         finally:
             if volume is not None and volume != held:
                 self.volumes_busy.discard(volume)

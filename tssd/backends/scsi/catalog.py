@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from tssd.backends.base import TapeCopy
 from tssd.backends.records import ObjectCatalog, to_copy
@@ -76,6 +76,10 @@ class Catalog(ObjectCatalog):
     async def tape(self, volume: str) -> ScsiTape | None:
         async with self._session() as session:
             return await session.get(ScsiTape, volume)
+
+    async def max_capacity(self) -> int:
+        async with self._session() as session:
+            return int(await session.scalar(select(func.max(ScsiTape.capacity))) or 0)
 
     async def allocate(self, storage_class: str, size: int, present: set[str]) -> str:
         async with self._session() as session, session.begin():

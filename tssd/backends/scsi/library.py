@@ -319,6 +319,10 @@ class ScsiLibrary(TapeBackend):
 
     # -- write -------------------------------------------------------------------------
 
+    async def max_object_size(self) -> int | None:
+        # A batch spreads over tapes at end of medium; one object never does.
+        return await self._catalog.max_capacity() or None
+
     async def writable_volume(self, storage_class: str, size: int) -> str:
         # Two storage classes asking at once must not both be given the same scratch tape.
         async with self._alloc:

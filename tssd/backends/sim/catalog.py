@@ -12,9 +12,9 @@ from datetime import datetime
 from sqlalchemy import func, select
 
 from tssd.backends.base import CopyPlacement, TapeCopy
-from tssd.backends.records import ObjectCatalog, as_utc, to_copy
+from tssd.backends.records import ObjectCatalog, as_utc, chunks, to_copy
 from tssd.db.models import SimObject, SimTape
-from tssd.errors import PermanentBackendError, TransientBackendError
+from tssd.errors import PermanentBackendError, TooLargeForTape, TransientBackendError
 
 #: Bound parameters per IN list: far below SQLite's and PostgreSQL's limits.
 
@@ -65,8 +65,30 @@ class Catalog(ObjectCatalog):
                 for pnfsid, volume, seq, size, written_at in result
             ]
 
+    async def known_bfids(self, bfids: list[str]) -> set[str]:
+        """The bfids among *bfids* that the catalog records."""
+        found: set[str] = set()
+        async with self._session() as session:
+            for chunk in chunks(bfids):
+                rows = await session.scalars(
+                    select(SimObject.bfid).where(SimObject.bfid.in_(chunk))
+                )
+                found.update(rows)
+        return found
+
+    async def max_capacity(self) -> int:
+        async with self._session() as session:
+            return int(await session.scalar(select(func.max(SimTape.capacity))) or 0)
+
     async def allocate(self, storage_class: str, size: int) -> str:
-        """A filling tape of *storage_class* with room, else a scratch tape assigned to it."""
+        """A filling tape of *storage_class* with room, else a scratch tape assigned to it.
+
+        The simulated library writes a batch to one tape: a batch larger than the largest
+        tape can never be placed (TooLargeForTape), unlike one that waits for room.
+        """
+        largest = await self.max_capacity()
+        if size > largest:
+            raise TooLargeForTape(f"{size} bytes: no tape of the library holds more than {largest}")
         async with self._session() as session, session.begin():
             filling = await session.scalar(
                 select(SimTape)

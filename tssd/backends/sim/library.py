@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import uuid
 import zlib
 from collections.abc import AsyncIterator, Sequence
@@ -39,6 +40,7 @@ from tssd.backends.sim.catalog import Catalog, check_room
 from tssd.backends.sim.catalog_csv import export_csv, import_csv
 from tssd.backends.sim.faults import FaultInjector
 from tssd.backends.sim.profiles import Profile, get_profile
+from tssd.backends.sim.tidy import own_store
 from tssd.clock import Clock
 from tssd.config import SimSettings
 from tssd.db.models import SimObject
@@ -53,7 +55,7 @@ from tssd.errors import (
     SourceUnreadable,
     TransientBackendError,
 )
-from tssd.files import CHUNK_SIZE, TEMP_SUFFIX, CountingSink, FileSink, FileSource, adler32_hex
+from tssd.files import CHUNK_SIZE, CountingSink, FileSink, FileSource, adler32_hex
 
 log = structlog.get_logger()
 
@@ -126,17 +128,16 @@ class SimLibrary(TapeBackend):
             settings.transient_error_rate, settings.permanent_error_rate, settings.seed
         )
         self._alloc = asyncio.Lock()
+        self._lock_fd: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
     async def open(self) -> None:
         self._objects.mkdir(parents=True, exist_ok=True)
-        # Writes interrupted by a crash leave their temporary files; nobody else will.
-        for stale in self._objects.glob(f".*{TEMP_SUFFIX}"):
-            stale.unlink(missing_ok=True)
         tapes = await self._catalog.ensure_tapes(
             self._settings.tapes, self._capacity, self.profile.volume_suffix
         )
+        self._lock_fd = await own_store(self._data_dir, self._objects, self._catalog.known_bfids)
         log.info(
             "sim.library.open",
             profile=self.profile.name,
@@ -144,6 +145,11 @@ class SimLibrary(TapeBackend):
             tapes=tapes,
             data_dir=str(self._data_dir),
         )
+
+    async def close(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     async def drives(self) -> list[DriveInfo]:
         return [DriveInfo(name=d.name, volume=d.volume) for d in self._drives.values()]
@@ -353,6 +359,9 @@ class SimLibrary(TapeBackend):
         return adler32_hex(adler) if obj.has_data else None
 
     # -- write -------------------------------------------------------------------------
+
+    async def max_object_size(self) -> int | None:
+        return await self._catalog.max_capacity() or None
 
     async def writable_volume(self, storage_class: str, size: int) -> str:
         async with self._alloc:

@@ -72,6 +72,7 @@ class Command:
 
 COMMANDS: list[Command] = []
 GROUPS: dict[str, str] = {}  # help line of `tssctl NAME` for multi-word commands
+DEFAULT_ACTIONS: dict[str, str] = {}  # `tssctl NAME` alone runs `tssctl NAME ACTION`
 
 
 def command(name: str, help: str, arguments: Arguments | None = None) -> Callable[[Runner], Runner]:
@@ -84,9 +85,12 @@ def command(name: str, help: str, arguments: Arguments | None = None) -> Callabl
     return register
 
 
-def group(name: str, help: str) -> None:
-    """Describe ``tssctl NAME`` in --help, for a module whose commands are ``NAME ACTION``."""
+def group(name: str, help: str, default: str | None = None) -> None:
+    """Describe ``tssctl NAME`` in --help, for a module whose commands are ``NAME ACTION``;
+    with *default*, ``tssctl NAME [options]`` alone is ``tssctl NAME DEFAULT [options]``."""
     GROUPS[name] = help
+    if default is not None:
+        DEFAULT_ACTIONS[name] = default
 
 
 # --- parser --------------------------------------------------------------------------
@@ -122,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         subparsers = top
         if len(cmd.words) > 1:
             if cmd.words[0] not in groups:
-                groups[cmd.words[0]] = _add_group(top, cmd.words[0])
+                groups[cmd.words[0]] = _add_group(top, cmd.words[0], common)
             subparsers = groups[cmd.words[0]]
         leaf = subparsers.add_parser(
             cmd.words[-1], help=cmd.help, description=cmd.help, parents=[common], **HELP_LAYOUT
@@ -133,10 +137,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_group(top: Any, name: str) -> Any:
+def _add_group(top: Any, name: str, common: argparse.ArgumentParser) -> Any:
     """The parser of `tssctl NAME ACTION ...`, e.g. `tssctl requests list`."""
-    group = top.add_parser(name, help=GROUPS.get(name), description=GROUPS.get(name), **HELP_LAYOUT)
-    return group.add_subparsers(dest=f"{name}_action", metavar="ACTION", required=True)
+    default = next((c for c in COMMANDS if c.words == (name, DEFAULT_ACTIONS.get(name))), None)
+    if default is None:
+        group = top.add_parser(
+            name, help=GROUPS.get(name), description=GROUPS.get(name), **HELP_LAYOUT
+        )
+        return group.add_subparsers(dest=f"{name}_action", metavar="ACTION", required=True)
+    # No action: the default one, with its options (`tssctl tapes --sort pending`).
+    help = f"{GROUPS.get(name)} (no ACTION: {default.words[1]})"
+    group = top.add_parser(name, help=help, description=help, parents=[common], **HELP_LAYOUT)
+    if default.add_arguments:
+        default.add_arguments(group)
+    group.set_defaults(run=default.run)
+    return group.add_subparsers(dest=f"{name}_action", metavar="ACTION", required=False)
 
 
 # --- running a command and mapping its errors to exit codes --------------------------

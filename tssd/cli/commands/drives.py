@@ -13,7 +13,7 @@ from tssd.cli import views
 from tssd.cli.commands import EXIT_OK, command, emit_json, group, wants_json
 from tssd.wire import Client
 
-group("drives", "list drives, or take one out of service and back")
+group("drives", "list drives, or take one out of service and back", default="list")
 
 
 @command("drives list", "drives: enabled, state, tape, mounts in the last 24 h, last error")

@@ -22,7 +22,7 @@ from tssd.cli.commands import (
 )
 from tssd.wire import Client
 
-group("queues", "list queues, or change a queue's priority, drive limit or pause")
+group("queues", "list queues, or change a queue's priority, drive limit or pause", default="list")
 
 
 @command("queues list", "queues with their settings, queued and active requests")

@@ -11,7 +11,7 @@ from tssd.cli import views
 from tssd.cli.commands import EXIT_OK, command, emit_json, group, positive_int, wants_json
 from tssd.wire import Client
 
-group("tapes", "list tapes, or show one tape's requests and mounts")
+group("tapes", "list tapes, or show one tape's requests and mounts", default="list")
 PAGE_MAX = 10_000
 SORTS = ("volume", "mounts", "mounts_24h", "pending")
 
