@@ -55,7 +55,10 @@ def _set_arguments(parser: argparse.ArgumentParser) -> None:
         help="most drives the queue may use at once ('any' = no limit)",
     )  # fmt: skip
     pause = parser.add_mutually_exclusive_group()
-    pause.add_argument("--pause", action="store_true", help="start no new work for the queue")
+    pause.add_argument(
+        "--pause", action="store_true",
+        help="start none of the queue's recalls or migrations (running sessions finish)",
+    )  # fmt: skip
     pause.add_argument("--resume", action="store_true", help="undo --pause")
 
 
