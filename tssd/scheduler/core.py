@@ -81,7 +81,7 @@ class Scheduler:
         self._seen_pending: set[tuple[str, str]] = set()
         self._pending_at = float("-inf")
         self._migrations_waiting = True
-        #: Paused queues: their migrations wait too (their recalls: the chooser's rules).
+        #: Queues an operator paused: none of their recalls or migrations starts.
         self._paused: frozenset[str] = frozenset()
         self.chooser = Chooser(
             settings, store.sessions, drives, runner.profile, drives.clock, planner=Planner()
