@@ -102,3 +102,15 @@ async def test_known_largest_object_fails_before_any_allocation() -> None:
 
 async def _largest() -> int:
     return 100
+
+
+async def test_a_session_failing_the_same_way_ends_its_requests_on_the_nth_time() -> None:
+    writer = Writer(OneTape(100))
+    full = PermanentBackendError("library full")
+    for attempt in (1, 2, 3):
+        pending = {r.id: r for r in requests(10, 20)}
+        ended = await writer._strike(pending, full)
+        if attempt < 3:
+            assert (ended, writer.failed, len(pending)) == ([], [], 2)
+    assert [r.id for r in ended] == [1, 2] and pending == {}
+    assert writer.failed == [(1, "PermanentBackendError"), (2, "PermanentBackendError")]

@@ -253,6 +253,11 @@ class SessionRunner(PriorityTiers, WritableBatches):
                 self._claimed_entries.pop(request.id, None)
                 if self._interrupted(drive.name, volume):
                     break  # a higher-priority tape or request waits for this drive
+        except TssdError as exc:
+            if not isinstance(exc, TransientBackendError):
+                for request in await self._strike(pending, exc):
+                    self._claimed_entries.pop(request.id, None)
+            raise
         finally:
             self._held.pop(drive.name, None)
             # Whatever the session did not get to goes back to the queue.

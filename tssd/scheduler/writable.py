@@ -73,15 +73,18 @@ class WritableBatches:
                 batch = []
         return None, []
 
-    async def _strike(self, pending: dict[int, Request], exc: TssdError) -> None:
+    async def _strike(self, pending: dict[int, Request], exc: TssdError) -> list[Request]:
         """Fail the requests whose sessions failed the same way ``same_failures`` times.
 
         A session-level error gives the batch back to the queue, and the next pass would
         take it straight back: without this bound, for ever (issue 17 point 5).
         """
+        ended = []
         for request in list(pending.values()):
             if self.retrier.give_up(request.id, exc):
+                ended.append(request)
                 pending.pop(request.id, None)
                 log.warning("request.gave_up", request_id=request.id, pnfsid=request.pnfsid,
                             times=self.retrier.policy.same_failures, error=str(exc))  # fmt: skip
                 await self._fail(request, exc, pnfsid=request.pnfsid, request_id=request.id)
+        return ended
