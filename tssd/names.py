@@ -63,6 +63,10 @@ def pnfsid_or_none(text: object) -> str | None:
 
     The one normalisation, applied where a pnfsid enters tssd (API, files, command
     line): ``bb01`` and ``BB01`` name one file and must meet the one-open-request rule.
+    dCache compares pnfsids as bytes and prints them upper-case, zero-padded to 24 or 36
+    digits (``diskCacheV111/util/PnfsId.java``: ``toString`` is
+    ``HexFormat.of().withUpperCase()``), so what it hands ``tss-hsm`` is already in this
+    form; tssd does not pad shorter ids, which only hand-made requests use.
     """
     return text.upper() if isinstance(text, str) and PNFSID.fullmatch(text) else None
 
