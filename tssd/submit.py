@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from tssd.db.models import Kind
 from tssd.errors import InvalidRequest
-from tssd.names import ADLER32, NAME, QUEUE, pnfsid_or_none
+from tssd.shim.names import ADLER32, NAME, QUEUE, pnfsid_or_none
 
 MAX_PATH = 4096
 MAX_URIS = 64

@@ -9,9 +9,9 @@ import os
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tssd.names import NAME
-from tssd.names import PNFSID as PNFSID_NAME
 from tssd.shim.args import EXIT_INVALID, UsageError, parse_args
+from tssd.shim.names import NAME
+from tssd.shim.names import PNFSID as PNFSID_NAME
 
 PNFSID = "0000A1B2C3D4E5F60718293A4B5C6D7E8F90"
 SI = "size=42;sClass=atlas:tape;hsm=osm;store=atlas;group=tape;flag-c=1:00ff;"

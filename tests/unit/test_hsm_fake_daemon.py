@@ -407,11 +407,7 @@ def test_shim_imports_nothing_costly() -> None:
     costly = {"re", "json", "socket", "enum", "typing", "dataclasses", "http.client",
               "email", "urllib.parse", "contextlib", "collections", "tssd.wire"}  # fmt: skip
     assert not costly & loaded
-    # tssd.names imports nothing: the one definition of a valid pnfsid, shared with tssd.
-    shared = {"tssd.names"}
-    assert (
-        not {m for m in loaded if m.startswith("tssd.") and not m.startswith("tssd.shim")} - shared
-    )
+    assert not {m for m in loaded if m.startswith("tssd.") and not m.startswith("tssd.shim")}
 
 
 def test_poll_mode_finishes_a_done_request(fake: FakeTssd, tmp_path: Path) -> None:

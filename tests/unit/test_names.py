@@ -1,4 +1,4 @@
-"""Names are checked whole (tssd/names.py): the same answer as ``re.fullmatch``, never the
+"""Names are checked whole (tssd/shim/names.py): the same answer as ``re.fullmatch``, never the
 trailing-newline slack of ``re.match(...$)`` that let ``"BB01\\n"`` write a second tape
 copy (issue 17 point 6)."""
 
@@ -12,8 +12,18 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tssd.errors import InvalidRequest
-from tssd.names import ADLER32, NAME, PNFSID, QUEUE, VOLUME, Name, is_hex, is_int, pnfsid_or_none
 from tssd.shim.args import UsageError, parse_args
+from tssd.shim.names import (
+    ADLER32,
+    NAME,
+    PNFSID,
+    QUEUE,
+    VOLUME,
+    Name,
+    is_hex,
+    is_int,
+    pnfsid_or_none,
+)
 from tssd.submit import parse_submit
 
 ALL = [PNFSID, QUEUE, VOLUME, NAME, ADLER32]

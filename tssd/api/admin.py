@@ -16,8 +16,8 @@ from tssd.api.routes import int_param, read_json, services
 from tssd.db.admin import UNSET, AdminStore, MountFilter
 from tssd.db.reports import ReportStore
 from tssd.errors import InvalidRequest
-from tssd.names import QUEUE, VOLUME
 from tssd.services import Services
+from tssd.shim.names import QUEUE, VOLUME
 
 log = structlog.get_logger()
 

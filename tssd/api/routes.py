@@ -25,9 +25,9 @@ from tssd.errors import (
 )
 from tssd.files import PoolRoots
 from tssd.metrics import CONTENT_TYPE
-from tssd.names import QUEUE, VOLUME, Name, is_int, pnfsid_or_none
 from tssd.scheduler.explain import eta_fields, explain
 from tssd.services import Services
+from tssd.shim.names import QUEUE, VOLUME, Name, is_int, pnfsid_or_none
 from tssd.submit import SubmitSpec, parse_submit
 
 log = structlog.get_logger()
@@ -98,7 +98,7 @@ def int_param(
 
 
 def pnfsid_param(value: str | None) -> str:
-    """A pnfsid from a query or path, normalised as submitted ones are (tssd/names.py)."""
+    """A pnfsid from a query or path, normalised as submitted ones are (tssd/shim/names.py)."""
     pnfsid = pnfsid_or_none(value)
     if pnfsid is None:
         raise InvalidRequest("pnfsid must be 1-64 hex digits")

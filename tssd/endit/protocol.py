@@ -21,7 +21,7 @@ from typing import Any
 
 from tssd.errors import DestinationUnwritable, NoSpace, SourceUnreadable
 from tssd.files import CHUNK_SIZE, TEMP_SUFFIX, adler32_hex
-from tssd.names import ADLER32, PNFSID
+from tssd.shim.names import ADLER32, PNFSID
 
 ERR_SUFFIX = ".err"
 SUBDIRS = ("in", "out", "request", "trash")

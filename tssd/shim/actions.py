@@ -17,7 +17,6 @@ import os
 import sys
 import time
 
-from tssd.names import is_hex
 from tssd.shim import client as wire
 from tssd.shim.args import (
     EXIT_NO_SPACE,
@@ -34,6 +33,7 @@ from tssd.shim.args import (
     StorageInfo,
     Transfer,
 )
+from tssd.shim.names import is_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ than the whole parse (see the package docstring).
 
 from __future__ import annotations
 
-from tssd.names import NAME, PNFSID, is_hex, is_int
+from tssd.shim.names import NAME, PNFSID, is_hex, is_int
 
 TYPE_CHECKING = False  # typing costs milliseconds to import; mypy treats this name specially
 if TYPE_CHECKING:

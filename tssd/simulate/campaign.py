@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tssd.backends.sim.catalog_csv import CatalogRow, parse_csv
 from tssd.errors import InvalidRequest
-from tssd.names import QUEUE, pnfsid_or_none
+from tssd.shim.names import QUEUE, pnfsid_or_none
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tssd.names import QUEUE
+from tssd.shim.names import QUEUE
 from tssd.wire import ApiError, Client, WireError, resolve_target
 
 EXIT_OK = 0

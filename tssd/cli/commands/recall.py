@@ -25,7 +25,7 @@ from tssd.cli.commands import (
     queue_name,
     wants_json,
 )
-from tssd.names import PNFSID
+from tssd.shim.names import PNFSID
 from tssd.wire import ApiError, Client
 
 BULK_CHUNK = 10_000
