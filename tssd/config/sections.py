@@ -85,6 +85,13 @@ class ApiSettings:
             "0 = always read the database."
         ),
     )
+    status_sample_s: float = field(
+        default=60.0,
+        metadata=_doc(
+            "How often the queue depth is sampled for the /status page's 24-hour chart "
+            "(at least 1 s; at most 5000 samples are kept)."
+        ),
+    )
 
 
 @dataclass(frozen=True)
