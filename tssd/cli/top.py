@@ -19,7 +19,7 @@ from rich.text import Text
 
 from tssd.cli.render import NONE, human_duration, human_size, parse_time
 
-BAR = 12
+BAR = 10
 STATE_STYLE = {"busy": "bold green", "mounted": "cyan", "empty": "dim", "disabled": "red"}
 
 
@@ -41,7 +41,7 @@ def _table(title: str, plain: bool = False) -> Table:
         title_justify="left",
         title_style="" if plain else "bold",
         box=box.SIMPLE_HEAD,
-        padding=(0, 1),
+        padding=(0, 1, 0, 0),
         pad_edge=False,
         show_edge=False,
         header_style="" if plain else "bold",
@@ -70,13 +70,13 @@ def bar(done: int, planned: int, plain: bool = False) -> str:
 
 def drives_table(drives: list[dict[str, Any]], several: bool, plain: bool) -> Table:
     t = _table("Drives", plain)
-    t.add_column("DRIVE", max_width=12, no_wrap=True, overflow="ellipsis")
+    t.add_column("DRIVE", max_width=10, no_wrap=True, overflow="ellipsis")
     if several:
-        t.add_column("INSTANCE", max_width=10, no_wrap=True, overflow="ellipsis")
+        t.add_column("INSTANCE", max_width=8, no_wrap=True, overflow="ellipsis")
     t.add_column("STATE", no_wrap=True)
     t.add_column("TAPE", max_width=8, no_wrap=True, overflow="ellipsis")
     t.add_column("FOR", no_wrap=True)
-    t.add_column("PROGRESS (BYTES)", no_wrap=True, min_width=BAR + 5)
+    t.add_column("PROGRESS", no_wrap=True, min_width=BAR + 5)
     t.add_column("FILES", justify="right", no_wrap=True)
     t.add_column("BYTES", justify="right", no_wrap=True)
     t.add_column("MB/s", justify="right", no_wrap=True)
@@ -90,19 +90,47 @@ def drives_table(drives: list[dict[str, Any]], several: bool, plain: bool) -> Ta
         cells += [
             state if plain else f"[{STATE_STYLE.get(state, '')}]{escape(state)}[/]",
             escape(d.get("volume") or NONE),
-            escape(d.get("purpose") or NONE),
+            escape(_purpose(d.get("purpose"))),
             bar(d["bytes_done"], d["bytes_planned"], plain) if mounted else NONE,
-            f"{d['files_done']}/{d['files_planned']}" if mounted else NONE,
-            _bytes_pair(d["bytes_done"], d["bytes_planned"]) if mounted else NONE,
-            NONE if d.get("mb_s") is None else f"{d['mb_s']:.1f}",
+            f"{count(d['files_done'])}/{count(d['files_planned'])}" if mounted else NONE,
+            f"{size(d['bytes_done'])}/{size(d['bytes_planned'])}" if mounted else NONE,
+            rate(d.get("mb_s")),
             _short_duration(d.get("mounted_s")),
         ]
         t.add_row(*cells)
     return t
 
 
-def _bytes_pair(done: int, planned: int) -> str:
-    return f"{human_size(done).replace(' ', '')}/{human_size(planned).replace(' ', '')}"
+def _purpose(purpose: str | None) -> str:
+    """recall, migrate, or both (a tape written and read in one mount)."""
+    if not purpose:
+        return NONE
+    return "both" if "+" in purpose else purpose
+
+
+def count(n: int) -> str:
+    """At most four characters: 999, 1.2k, 12k, 1.2M."""
+    for unit, scale in (("M", 1e6), ("k", 1e3)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.1f}{unit}" if value < 10 else f"{value:.0f}{unit}"
+    return str(n)
+
+
+def size(nbytes: int) -> str:
+    """Bytes in at most five characters: 512B, 1.2G, 180M, 99T."""
+    value = float(nbytes)
+    for unit in "BkMGTPE":
+        if value < 999.5 or unit == "E":
+            break
+        value /= 1000
+    return f"{value:.1f}{unit}" if value < 10 and unit != "B" else f"{value:.0f}{unit}"
+
+
+def rate(mb_s: float | None) -> str:
+    if mb_s is None:
+        return NONE
+    return f"{mb_s:.1f}" if mb_s < 100 else f"{mb_s:.0f}"
 
 
 def _short_duration(seconds: float | None) -> str:
@@ -142,7 +170,7 @@ def mounts_table(mounts: list[dict[str, Any]]) -> Table:
     t.add_column("DRIVE", max_width=12, no_wrap=True, overflow="ellipsis")
     t.add_column("TAPE", max_width=8, no_wrap=True, overflow="ellipsis")
     t.add_column("FOR", no_wrap=True)
-    t.add_column("MOUNTED", no_wrap=True)
+    t.add_column("MOUNTED AT", no_wrap=True)
     t.add_column("HELD", justify="right", no_wrap=True)
     t.add_column("FILES", justify="right", no_wrap=True)
     t.add_column("BYTES", justify="right", no_wrap=True)
@@ -175,8 +203,8 @@ def _clock(value: Any) -> str:
 def _foot(totals: dict[str, Any], plain: bool) -> Text:
     line = (
         f"{totals['drives_busy']}/{totals['drives']} drives busy | "
-        f"{totals['queued']} queued, {totals['active']} active, "
-        f"{totals['done_1h']} done in 1 h | {totals['mb_s']:.1f} MB/s now, "
-        f"{totals['mb_s_last_minute']:.1f} MB/s last minute"
+        f"{totals['queued']} queued | {totals['active']} active | "
+        f"{totals['done_1h']} done in 1 h | {rate(totals['mb_s'])} MB/s now, "
+        f"{rate(totals['mb_s_last_minute'])} over 1 min"
     )
     return Text(line, style="" if plain else "bold")
