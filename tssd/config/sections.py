@@ -48,7 +48,7 @@ class ApiSettings:
     )
     metrics_tcp: str = field(
         default="127.0.0.1:9708",
-        metadata=_doc("HOST:PORT serving only GET /metrics and /healthz; empty = off."),
+        metadata=_doc("HOST:PORT serving only GET /metrics, /healthz and /status; empty = off."),
     )
     max_body_bytes: int = field(
         default=64 * 1024 * 1024, metadata=_doc("Largest accepted request body (bulk submit).")
