@@ -32,7 +32,8 @@ async def top_view(svc: Services) -> dict[str, Any]:
     glance = GlanceStore(svc.store.sessions)
     drives = await drive_lines(svc, glance)
     queues = await queue_lines(svc)
-    mounts = [_live_mount(svc, mount_json(m)) for m in await glance.last_mounts(LAST_MOUNTS)]
+    newest = await glance.last_mounts(LAST_MOUNTS)
+    mounts = [_live_mount(svc, mount_json(m)) for m in reversed(newest)]  # oldest first
     done_1h = sum(q["done_1h"] for q in queues)
     return {
         "at": utcnow().isoformat(),
