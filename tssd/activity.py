@@ -98,6 +98,10 @@ class Activity:
         _prune(window, now - LATENCY_WINDOW_S)
         return percentile((v for _, v in window), 0.95), len(window)
 
+    def served(self, now: float) -> list[str]:
+        """Queues with requests done in the last hour."""
+        return [q for q in list(self._latency) if self.p95(q, now)[1]]
+
     # -- queue depth ------------------------------------------------------------------
 
     def sample(self, at: float, counts: Iterable[tuple[str, int, int]]) -> DepthSample:

@@ -122,7 +122,7 @@ def main(outdir: Path) -> None:
         })  # fmt: skip
         proc = spawn_serve(env, home / "tssd.log")
         try:
-            wait_ready(proc, home / "tssd.sock", 60, lambda: (home / "tssd.log").read_text())
+            wait_ready(proc, home / "tssd.sock", 60, (home / "tssd.log").read_text)
             day_of_history(db)
             catalog, lists = campaign(work)
             ctl = [str(BIN / "tssctl"), "--tssd", str(home / "tssd.sock")]

@@ -121,8 +121,11 @@ def _plan(scheduler: Scheduler, line: dict[str, Any], claimed: tuple[int, int]) 
 async def queue_lines(svc: Services) -> list[dict[str, Any]]:
     default = svc.settings.scheduler.default_queue
     rows = await AdminStore(svc.store.sessions).queues(always=default)
-    rows.sort(key=lambda q: (not (q["queued"] or q["active"]), q["name"]))
     now, wall = svc.drives.clock.now(), utcnow()
+    listed = {q["name"] for q in rows}
+    # A queue that emptied within the hour still has its p95 to show.
+    rows += [_idle_queue(q) for q in svc.drives.activity.served(now) if q not in listed]
+    rows.sort(key=lambda q: (not (q["queued"] or q["active"]), q["name"]))
     etas = queue_etas(svc.scheduler, now)
     lines = []
     for q in rows[:QUEUES_MAX]:
@@ -144,6 +147,10 @@ async def queue_lines(svc: Services) -> list[dict[str, Any]]:
             }
         )
     return lines
+
+
+def _idle_queue(name: str) -> dict[str, Any]:
+    return {"name": name, "paused": False, "queued": 0, "active": 0, "oldest_queued_at": None}
 
 
 def queue_etas(scheduler: Scheduler, now: float) -> dict[str, float | None]:
