@@ -4,6 +4,8 @@ the ``tssctl top`` screen (issue 21)."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -11,7 +13,13 @@ from rich.console import Console
 
 from tssd.activity import DEPTH_MAX, LATENCY_MAX, QUEUES_MAX, Activity, depth_of, percentile
 from tssd.api.status_html import Page, efficiency_colour, render
+from tssd.api.top import queue_etas
 from tssd.cli.top import BAR, bar, count, screen, size
+from tssd.db.glance import wear
+from tssd.db.models import Mount
+from tssd.scheduler.choose import Running
+from tssd.scheduler.cost import Verdict
+from tssd.scheduler.planner import Entry, Planner
 
 HOSTILE = '<script>alert("x")</script>&'
 
@@ -176,3 +184,38 @@ def test_compact_figures() -> None:
     assert [size(n) for n in (512, 1_200_000_000, 180_000_000, 99 * 10**12)] == [
         "512B", "1.2G", "180M", "99T"
     ]  # fmt: skip
+
+
+# -- queue ETA ------------------------------------------------------------------------------
+
+
+def test_queue_eta_is_the_end_of_its_last_tape() -> None:
+    planner = Planner()
+    entry = {"size": 1, "priority": 0, "arrived": 0.0}
+    planner.add([
+        Entry(1, "T1", 1, queue="atlas", **entry),  # in line: start 100 + 50 s of service
+        Entry(2, "T2", 1, queue="atlas", **entry),  # being read until 30
+        Entry(3, "T2", 2, queue="cms", **entry),
+        Entry(4, "T3", 1, queue="lhcb", **entry),  # held by a rule: no estimate
+    ])  # fmt: skip
+
+    def verdict(volume: str, rule: str = "") -> Verdict:
+        return Verdict(volume, rule, 0, 50.0, 10.0, (), frozenset(), "atlas")
+
+    chooser = SimpleNamespace(
+        running={"drive0": Running("T2", "cms", 0, until=30.0)},
+        verdicts={"T1": verdict("T1"), "T3": verdict("T3", "mount_budget")},
+        starts={"T1": 100.0},
+    )
+    scheduler: Any = SimpleNamespace(chooser=chooser, planner=planner)
+    assert queue_etas(scheduler, now=10.0) == {"atlas": 140.0, "cms": 20.0, "lhcb": None}
+    scheduler.planner = None
+    assert queue_etas(scheduler, now=10.0) == {}
+
+
+def test_wear_counts_the_mounts_since_midnight() -> None:
+    day = datetime(2026, 1, 2, tzinfo=UTC)
+    mounts = [Mount(volume=v, requested_at=day + timedelta(hours=h))  # naive from SQLite too
+              for v, h in (("A", -1), ("B", 1), ("A", 2), ("A", 3), ("C", 4))]  # fmt: skip
+    mounts.append(Mount(volume="C", requested_at=datetime(2026, 1, 2, 5)))
+    assert wear(mounts, day, 2) == [("A", 2), ("C", 2)]

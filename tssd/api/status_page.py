@@ -18,7 +18,7 @@ from tssd.api.routes import services
 from tssd.api.status_html import Page, render
 from tssd.api.top import drive_lines
 from tssd.db.admin import aware, mount_json
-from tssd.db.glance import GlanceStore
+from tssd.db.glance import GlanceStore, wear
 from tssd.db.models import Mount, utcnow
 
 #: Most mounts drawn on the timeline (the newest of the last 24 hours).
@@ -36,17 +36,18 @@ async def build_page(request: web.Request) -> Page:
     drives = await drive_lines(svc, glance)
     rows, truncated = await glance.mounts_since(now - timedelta(days=1), MOUNTS_MAX)
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    wear = await glance.wear(midnight, WEAR_MAX)
+    worn = wear(rows, midnight, WEAR_MAX)
     instance = svc.cluster.instance if svc.cluster else None
     title = f"tssd on {socket.gethostname()}" + (f" ({instance})" if instance else "")
-    notes = [f"only the newest {MOUNTS_MAX} mounts of the last 24 hours are drawn"] * truncated
+    notes = [f"only the newest {MOUNTS_MAX} mounts of the last 24 hours are drawn and "
+             "counted for wear"] * truncated  # fmt: skip
     return Page(
         now=now.timestamp(),
         title=title,
         drives=drives,
         mounts=[timeline_entry(m, now.timestamp()) for m in rows],
         depth=list(svc.drives.activity.depth),
-        wear=wear,
+        wear=worn,
         notes=notes,
     )
 

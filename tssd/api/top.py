@@ -63,7 +63,8 @@ def _live_mount(svc: Services, mount: dict[str, Any]) -> dict[str, Any]:
 
 async def drive_lines(svc: Services, glance: GlanceStore) -> list[dict[str, Any]]:
     rows = {d.name: d for d in await glance.drives()}
-    opened = await glance.open_mounts()
+    # Another instance's drives: their mounts from the database (ours are in memory).
+    opened = await glance.open_mounts() if set(rows) - set(svc.drives.drives) else {}
     claimed = await glance.active_per_drive()
     names = sorted(set(rows) | set(svc.drives.drives))
     lines = []

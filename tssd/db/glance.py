@@ -1,17 +1,22 @@
 """Queries of the library-at-a-glance views (``GET /v1/top`` and the ``/status`` page).
 
-Each query is bounded: by the number of drives, by a row limit, or by an index prefix,
-so that a view refreshed every second or two costs little however long the history.
+Each query is bounded: by the number of drives, by a row limit on the primary key, or
+by an index prefix (open requests), so that a view refreshed every second or two costs
+little however long the history.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections import Counter
+from datetime import UTC, datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tssd.db.models import Drive, Mount, Request
+
+#: Newest mounts searched for the ones still open.
+OPEN_SCAN = 1000
 
 
 class GlanceStore:
@@ -24,10 +29,10 @@ class GlanceStore:
             return list((await session.scalars(select(Drive).order_by(Drive.name))).all())
 
     async def open_mounts(self) -> dict[str, Mount]:
-        """The mount each drive holds now, by drive (one row per drive at most)."""
-        stmt = select(Mount).where(Mount.dismounted_at.is_(None)).order_by(Mount.id)
-        async with self.sessions() as session:
-            return {m.drive: m for m in (await session.scalars(stmt)).all()}
+        """The mount each drive holds now, by drive, among the newest :data:`OPEN_SCAN`
+        mounts (a tape held while a thousand others were mounted is not looked for)."""
+        rows = await self.last_mounts(OPEN_SCAN)
+        return {m.drive: m for m in reversed(rows) if m.dismounted_at is None}
 
     async def active_per_drive(self) -> dict[str, tuple[int, int]]:
         """Requests claimed by each drive and not finished yet: (count, bytes)."""
@@ -48,26 +53,22 @@ class GlanceStore:
 
     async def mounts_since(self, since: datetime, limit: int) -> tuple[list[Mount], bool]:
         """Mounts requested since *since* or still open, oldest first, at most *limit*
-        (the newest); whether older ones were left out."""
-        stmt = (
-            select(Mount)
-            .where((Mount.requested_at >= since) | Mount.dismounted_at.is_(None))
-            .order_by(Mount.id.desc())
-            .limit(limit + 1)
-        )
-        async with self.sessions() as session:
-            rows = list((await session.scalars(stmt)).all())
-        return list(reversed(rows[:limit])), len(rows) > limit
+        (the newest); whether older ones were left out.
 
-    async def wear(self, since: datetime, limit: int) -> list[tuple[str, int]]:
-        """The tapes mounted most often since *since*: (volume, mounts), most first."""
-        count = func.count().label("n")
-        stmt = (
-            select(Mount.volume, count)
-            .where(Mount.requested_at >= since)
-            .group_by(Mount.volume)
-            .order_by(count.desc(), Mount.volume)
-            .limit(limit)
-        )
-        async with self.sessions() as session:
-            return [(v, n) for v, n in (await session.execute(stmt)).all()]
+        Read newest first by primary key and cut at *since* (ids grow with time): the
+        cost is *limit* rows at most, whatever the length of the history.
+        """
+        rows = await self.last_mounts(limit + 1)
+        inside = [m for m in rows if m.dismounted_at is None or _utc(m.requested_at) >= since]
+        return list(reversed(inside[:limit])), len(inside) > limit
+
+
+def wear(mounts: list[Mount], since: datetime, limit: int) -> list[tuple[str, int]]:
+    """The tapes mounted most often since *since*: (volume, mounts), most first."""
+    counts = Counter(m.volume for m in mounts if _utc(m.requested_at) >= since)
+    return sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:limit]
+
+
+def _utc(value: datetime) -> datetime:
+    """SQLite hands back naive datetimes; tssd stores UTC."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
