@@ -188,6 +188,13 @@ def test_top_under_tmux_shows_drives_and_queues_and_quits_on_q(
         tmux.run("send-keys", "-t", "top", "q")
         wait_until(exit_file.exists, 20, "tssctl top to exit")
         assert wait_until(lambda: exit_file.read_text().strip(), 5, "its exit code") == "0"
+        # Ctrl-C leaves it as cleanly.
+        exit_file.unlink()
+        tmux.run("new-session", "-d", "-s", "top", "-x", "100", "-y", "45", shell)
+        wait_until(lambda: "drives busy" in tmux.capture(), 30, "tssctl top to draw")
+        tmux.run("send-keys", "-t", "top", "C-c")
+        wait_until(exit_file.exists, 20, "tssctl top to exit on Ctrl-C")
+        assert wait_until(lambda: exit_file.read_text().strip(), 5, "its exit code") == "0"
     finally:
         tmux.kill()
 
