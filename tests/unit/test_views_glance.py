@@ -106,6 +106,7 @@ def test_status_page_escapes_and_draws_one_bar_per_mount() -> None:
     assert "<script" not in text and "alert(&quot;x&quot;)" in text
     assert re.findall(r'data-mount-id="(\d+)"', text) == ["1", "2", "3"]
     assert '<meta http-equiv="refresh" content="30">' in text
+    assert "1 sample, one every 60 s, since 2027-01-15 07:59 UTC" in text
     assert len(re.findall(r"<svg ", text)) == 4  # timeline, legend, depth, wear
     # Nothing is fetched from anywhere: no script, no external URL but the SVG namespace.
     urls = set(re.findall(r"(?:src|href)=\"([^\"]*)\"", text))

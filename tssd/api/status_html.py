@@ -44,6 +44,8 @@ class Page:
     depth: Sequence[DepthSample]
     wear: list[tuple[str, int]]
     notes: list[str] = field(default_factory=list)
+    #: Seconds between queue-depth samples (api.status_sample_s).
+    depth_every_s: float = 60.0
 
 
 def esc(value: Any) -> str:
@@ -68,6 +70,7 @@ def render(page: Page) -> str:
         efficiency_legend(),
         "<h2>Queue depth, last 24 hours</h2>",
         depth_svg(page.now, page.depth),
+        depth_caption(page),
         "<h2>Tapes mounted most often today</h2>",
         wear_svg(page.wear),
         *(f'<p class="note">{esc(n)}</p>' for n in page.notes),
@@ -233,6 +236,17 @@ def depth_svg(now: float, depth: Sequence[DepthSample]) -> str:
         parts.append(f'<text x="{lx + 18}" y="{ly - 3}">{esc(label)}</text>')
     height = plot_h + 40 + ((len(series) - 1) // 4) * 16
     return _svg("depth", height, parts, f"queue depth, {len(samples)} samples")
+
+
+def depth_caption(page: Page) -> str:
+    if not page.depth:
+        return ""
+    first = datetime.fromtimestamp(page.depth[0].at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        f'<p class="muted">{len(page.depth)} sample{"s" * (len(page.depth) != 1)}, '
+        f"one every {page.depth_every_s:g} s, "
+        f"since {esc(first)} (kept in tssd's memory: a restart starts afresh).</p>"
+    )
 
 
 # -- wear ---------------------------------------------------------------------------------

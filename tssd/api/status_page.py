@@ -47,6 +47,7 @@ async def build_page(request: web.Request) -> Page:
         drives=drives,
         mounts=[timeline_entry(m, now.timestamp()) for m in rows],
         depth=list(svc.drives.activity.depth),
+        depth_every_s=svc.drives.activity.depth_every_s,
         wear=worn,
         notes=notes,
     )
