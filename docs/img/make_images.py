@@ -138,7 +138,7 @@ def main(outdir: Path) -> None:
             capture = tmux(sock, "capture-pane", "-e", "-p", "-t", "top")
             top_png(capture, work, outdir / "top.png")
             tmux(sock, "send-keys", "-t", "top", "q")
-            chromium(f"http://127.0.0.1:{port}/status", outdir / "status.png", 1000, 900,
+            chromium(f"http://127.0.0.1:{port}/status", outdir / "status.png", 1000, 950,
                      work / "profile")  # fmt: skip
         finally:
             subprocess.run(["tmux", "-S", str(work / "tmux.sock"), "kill-server"],
