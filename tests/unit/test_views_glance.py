@@ -9,9 +9,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from aiohttp import web
 from rich.console import Console
 
 from tssd.activity import DEPTH_MAX, LATENCY_MAX, QUEUES_MAX, Activity, depth_of, percentile
+from tssd.api.openapi import openapi_document
+from tssd.api.routes import add_routes
 from tssd.api.status_html import Page, efficiency_colour, render
 from tssd.api.top import queue_etas
 from tssd.cli.top import BAR, bar, count, screen, size
@@ -220,3 +223,13 @@ def test_wear_counts_the_mounts_since_midnight() -> None:
               for v, h in (("A", -1), ("B", 1), ("A", 2), ("A", 3), ("C", 4))]  # fmt: skip
     mounts.append(Mount(volume="C", requested_at=datetime(2026, 1, 2, 5)))
     assert wear(mounts, day, 2) == [("A", 2), ("C", 2)]
+
+
+def test_every_route_is_in_the_openapi_document() -> None:
+    app = web.Application()
+    add_routes(app)
+    routes = {(r.method.lower(), r.resource.canonical) for r in app.router.routes()
+              if r.method != "HEAD" and r.resource is not None}  # fmt: skip
+    documented = {(m, p) for p, ops in openapi_document()["paths"].items() for m in ops}
+    assert routes - {("get", "/openapi.json")} == documented
+    assert {("get", "/v1/top"), ("get", "/status")} <= documented

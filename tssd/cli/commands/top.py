@@ -27,7 +27,7 @@ from rich.live import Live
 from tssd.cli.commands import EXIT_OK, command, emit_json, positive_int, wants_json
 from tssd.cli.render import PIPE_WIDTH
 from tssd.cli.top import screen
-from tssd.wire import Client, WireError
+from tssd.wire import ApiError, Client, WireError
 
 QUIT_KEYS = frozenset(b"qQ")
 
@@ -92,7 +92,7 @@ def live(client: Client, every: float, count: int | None) -> int:
                 return EXIT_OK
             try:
                 data = fetch(client)
-            except WireError as exc:  # keep the last figures, say why they are stale
+            except (WireError, ApiError) as exc:  # keep the last figures, say why they are stale
                 data = {k: v for k, v in data.items() if k != "stale"} | {"stale": str(exc)}
 
 
