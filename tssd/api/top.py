@@ -81,7 +81,7 @@ def _live_drive(svc: Services, drive: DriveState) -> dict[str, Any]:
     now = svc.drives.clock.now()
     mounted = drive.volume is not None
     rate = svc.drives.activity.rate(drive.name, now, drive.mounted_at) if mounted else 0.0
-    return {
+    line = {
         "name": drive.name,
         "state": drive.state,
         "volume": drive.volume,
@@ -91,6 +91,10 @@ def _live_drive(svc: Services, drive: DriveState) -> dict[str, Any]:
         "bytes_done": drive.bytes if mounted else 0,
         "mb_s": round(rate / 1e6, 3),
     }
+    run = svc.scheduler.chooser.running.get(drive.name)
+    if drive.busy and not mounted and run is not None:  # the robot is fetching its tape
+        line.update(state="mounting", volume=run.volume, purpose="recall")
+    return line
 
 
 def _db_drive(row: Drive, mount: Mount | None) -> dict[str, Any]:

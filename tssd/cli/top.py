@@ -20,7 +20,8 @@ from rich.text import Text
 from tssd.cli.render import NONE, human_duration, human_size, parse_time
 
 BAR = 10
-STATE_STYLE = {"busy": "bold green", "mounted": "cyan", "empty": "dim", "disabled": "red"}
+STATE_STYLE = {"busy": "bold green", "mounting": "yellow", "mounted": "cyan", "empty": "dim",
+               "disabled": "red"}  # fmt: skip
 
 
 def screen(data: dict[str, Any], *, interval: float, plain: bool = False) -> RenderableType:
