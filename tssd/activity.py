@@ -100,7 +100,9 @@ class Activity:
 
     def served(self, now: float) -> list[str]:
         """Queues with requests done in the last hour."""
-        return [q for q in list(self._latency) if self.p95(q, now)[1]]
+        for window in self._latency.values():
+            _prune(window, now - LATENCY_WINDOW_S)
+        return [q for q, window in self._latency.items() if window]
 
     # -- queue depth ------------------------------------------------------------------
 
