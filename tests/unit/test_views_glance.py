@@ -50,6 +50,8 @@ def test_p95_of_the_last_hour_nearest_rank() -> None:
     # An hour later the first 50 have aged out.
     assert a.p95("atlas", now=3650.5) == (98.0, 50)
     assert a.p95("cms", now=0.0) == (None, 0)
+    assert a.served(now=3650.5) == ["atlas"]
+    assert a.served(now=7200.0) == []
     assert percentile([], 0.95) is None
 
 
