@@ -1,6 +1,6 @@
 """``GET /v1/top``, ``tssctl top`` into a pipe and ``/status`` after a recall campaign, on
 SQLite and PostgreSQL (issue 21); the terminal and browser views are in
-test_views_glance.py."""
+test_views_live.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Daemon
-from test_views_glance import campaign, free_port
+from test_views_live import campaign, free_port
 
 pytestmark = pytest.mark.slow
 
