@@ -18,6 +18,7 @@ import structlog
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from tssd.activity import depth_sampler
 from tssd.api.server import start_listeners
 from tssd.backends.base import Sink, Source
 from tssd.backends.factory import create_backend
@@ -164,6 +165,10 @@ async def serve(settings: Settings) -> None:
             endit_intake(settings, services.store, services.backend, services.metrics)
         )
         await intakes.enter_async_context(database_gauges(services))
+        services.drives.activity.sample_every(settings.api.status_sample_s)
+        await intakes.enter_async_context(
+            depth_sampler(services.drives.activity, services.store.counts)
+        )
         log.info(
             "daemon.ready",
             listen=addresses,

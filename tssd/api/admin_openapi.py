@@ -45,6 +45,53 @@ _QUEUE_BODY = {
 }
 
 
+_STR = {"type": "string"}
+_NUM = {"type": ["number", "null"]}
+_INT = {"type": "integer"}
+_NSTR = {"type": ["string", "null"]}
+_TOP_DRIVE = {
+    "type": "object",
+    "properties": {
+        "name": _STR,
+        "instance": _NSTR,
+        "state": _STR,
+        "volume": _NSTR,
+        "purpose": _NSTR,
+        "mounted_s": _NUM,
+        "files_done": _INT,
+        "bytes_done": _INT,
+        "files_planned": _INT,
+        "bytes_planned": _INT,
+        "mb_s": _NUM,
+    },
+}
+_TOP_QUEUE = {
+    "type": "object",
+    "properties": {
+        "name": _STR,
+        "paused": {"type": "boolean"},
+        "queued": _INT,
+        "active": _INT,
+        "oldest_wait_s": _NUM,
+        "p95_1h_s": _NUM,
+        "done_1h": _INT,
+        "latency_target_s": _NUM,
+        "eta_s": _NUM,
+    },
+}
+TOP = {
+    "type": "object",
+    "properties": {
+        "at": _TIME,
+        "instance": _NSTR,
+        "drives": {"type": "array", "items": _TOP_DRIVE},
+        "queues": {"type": "array", "items": _TOP_QUEUE},
+        "mounts": {"type": "array", "items": _OBJ},
+        "totals": _OBJ,
+    },
+}
+
+
 def _drive_action(verb: str) -> dict[str, Any]:
     return {
         "post": {
@@ -114,6 +161,20 @@ ADMIN_PATHS: dict[str, Any] = {
                 _query("after", {"type": "integer"}),
             ],
             "responses": {"200": _ok(_list("mounts")), **_errors(400)},
+        }
+    },
+    "/v1/top": {
+        "get": {
+            "summary": "Drives, queues, last mounts and totals at a glance (tssctl top)",
+            "operationId": "top",
+            "responses": {"200": _ok(TOP)},
+        }
+    },
+    "/status": {
+        "get": {
+            "summary": "Read-only status page (HTML with inline SVG; also on the metrics listener)",
+            "operationId": "statusPage",
+            "responses": {"200": {"description": "OK", "content": {"text/html": {"schema": _STR}}}},
         }
     },
     "/v1/report/efficiency": {

@@ -288,8 +288,10 @@ def add_routes(app: web.Application) -> None:
     from tssd.api.admin import add_admin_routes
     from tssd.api.catalog import add_catalog_routes
     from tssd.api.polls import add_poll_routes
+    from tssd.api.top import add_top_routes
 
     add_catalog_routes(app)
+    add_top_routes(app)
     add_admin_routes(app)
     add_poll_routes(app)
     add_probe_routes(app)
@@ -297,5 +299,8 @@ def add_routes(app: web.Application) -> None:
 
 
 def add_probe_routes(app: web.Application) -> None:
+    from tssd.api.status_page import status_page  # it uses this module's helpers
+
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
+    app.router.add_get("/status", status_page)

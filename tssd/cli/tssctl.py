@@ -22,7 +22,7 @@ from tssd.cli.commands import EXIT_USAGE, build_parser, dispatch
 # commands and the import order is the order of --help (a sorted import list would not be).
 COMMAND_MODULES = (
     "status", "requests", "recall", "why", "queues", "drives", "tapes", "mounts", "report",
-    "catalog", "backend",
+    "catalog", "backend", "top",
 )  # fmt: skip
 for _name in COMMAND_MODULES:
     importlib.import_module(f"tssd.cli.commands.{_name}")

@@ -48,7 +48,7 @@ class ApiSettings:
     )
     metrics_tcp: str = field(
         default="127.0.0.1:9708",
-        metadata=_doc("HOST:PORT serving only GET /metrics and /healthz; empty = off."),
+        metadata=_doc("HOST:PORT serving only GET /metrics, /healthz and /status; empty = off."),
     )
     max_body_bytes: int = field(
         default=64 * 1024 * 1024, metadata=_doc("Largest accepted request body (bulk submit).")
@@ -83,6 +83,13 @@ class ApiSettings:
             "re-read from the database after this long: with several tssd instances on one "
             "database, a request another instance finished is seen this late at most. "
             "0 = always read the database."
+        ),
+    )
+    status_sample_s: float = field(
+        default=60.0,
+        metadata=_doc(
+            "How often the queue depth is sampled for the /status page's 24-hour chart "
+            "(at least 1 s; at most 5000 samples are kept)."
         ),
     )
 

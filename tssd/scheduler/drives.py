@@ -14,6 +14,7 @@ import structlog
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from tssd.activity import Activity
 from tssd.backends.base import TapeBackend
 from tssd.clock import Clock
 from tssd.cluster.claims import LocalClaims, VolumeClaims
@@ -100,6 +101,8 @@ class DriveManager:
         self.history: list[MountRecord] = []
         #: Mount times per volume over the last day (the mount budget).
         self.ledger = MountLedger()
+        #: Recent rates, latencies and queue depth for `tssctl top` and /status.
+        self.activity = Activity()
 
     async def load(self) -> None:
         """Take the drive list from the backend; close mounts a crash left open."""
@@ -220,6 +223,7 @@ class DriveManager:
 
     def account(self, drive: DriveState, nbytes: int, transfer_s: float, locate_s: float) -> None:
         self._recent.append((self.clock.now(), nbytes))
+        self.activity.moved(drive.name, nbytes, self.clock.now())
         if drive.record is not None:
             drive.record.files += 1
             drive.record.bytes += nbytes

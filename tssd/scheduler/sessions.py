@@ -209,6 +209,11 @@ class SessionRunner(PriorityTiers, WritableBatches):
             stmt = stmt.where(*self.backpressure.clauses())
         return stmt
 
+    def claimed_on(self, volume: str) -> tuple[int, int]:
+        """Recalls of *volume* claimed by a session and not read yet: (count, bytes)."""
+        entries = [e for e in self._claimed_entries.values() if e.volume == volume]
+        return len(entries), sum(e.size for e in entries)
+
     def _taken(self, claimed: Sequence[Request]) -> None:
         if self.planner is not None:
             for entry in self.planner.take(r.id for r in claimed):
@@ -480,9 +485,10 @@ class SessionRunner(PriorityTiers, WritableBatches):
         created = request.created_at
         if created.tzinfo is None:  # SQLite hands back naive datetimes
             created = created.replace(tzinfo=UTC)
-        self.metrics.request_duration.labels(request.kind, request.queue).observe(
-            (utcnow() - created).total_seconds()
-        )
+        latency = (utcnow() - created).total_seconds()
+        self.metrics.request_duration.labels(request.kind, request.queue).observe(latency)
+        if outcome == "done":
+            self.drives.activity.finished(request.queue, latency, self.drives.clock.now())
 
 
 def _copy_on(copies: Sequence[TapeCopy], volume: str, position: int | None) -> TapeCopy | None:

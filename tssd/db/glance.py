@@ -1,0 +1,74 @@
+"""Queries of the library-at-a-glance views (``GET /v1/top`` and the ``/status`` page).
+
+Each query is bounded: by the number of drives, by a row limit on the primary key, or
+by an index prefix (open requests), so that a view refreshed every second or two costs
+little however long the history.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from tssd.db.models import Drive, Mount, Request
+
+#: Newest mounts searched for the ones still open.
+OPEN_SCAN = 1000
+
+
+class GlanceStore:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.sessions = sessions
+
+    async def drives(self) -> list[Drive]:
+        """Every drive of every instance sharing the database, by name."""
+        async with self.sessions() as session:
+            return list((await session.scalars(select(Drive).order_by(Drive.name))).all())
+
+    async def open_mounts(self) -> dict[str, Mount]:
+        """The mount each drive holds now, by drive, among the newest :data:`OPEN_SCAN`
+        mounts (a tape held while a thousand others were mounted is not looked for)."""
+        rows = await self.last_mounts(OPEN_SCAN)
+        return {m.drive: m for m in reversed(rows) if m.dismounted_at is None}
+
+    async def active_per_drive(self) -> dict[str, tuple[int, int]]:
+        """Requests claimed by each drive and not finished yet: (count, bytes)."""
+        stmt = (
+            select(Request.drive, func.count(), func.coalesce(func.sum(Request.size), 0))
+            .where(Request.state == "active", Request.drive.is_not(None))
+            .group_by(Request.drive)
+        )
+        async with self.sessions() as session:
+            rows = (await session.execute(stmt)).all()
+        return {d: (n, int(b or 0)) for d, n, b in rows if d is not None}
+
+    async def last_mounts(self, limit: int) -> list[Mount]:
+        """The newest *limit* mounts, newest first."""
+        stmt = select(Mount).order_by(Mount.id.desc()).limit(limit)
+        async with self.sessions() as session:
+            return list((await session.scalars(stmt)).all())
+
+    async def mounts_since(self, since: datetime, limit: int) -> tuple[list[Mount], bool]:
+        """Mounts requested since *since* or still open, oldest first, at most *limit*
+        (the newest); whether older ones were left out.
+
+        Read newest first by primary key and cut at *since* (ids grow with time): the
+        cost is *limit* rows at most, whatever the length of the history.
+        """
+        rows = await self.last_mounts(limit + 1)
+        inside = [m for m in rows if m.dismounted_at is None or _utc(m.requested_at) >= since]
+        return list(reversed(inside[:limit])), len(inside) > limit
+
+
+def wear(mounts: list[Mount], since: datetime, limit: int) -> list[tuple[str, int]]:
+    """The tapes mounted most often since *since*: (volume, mounts), most first."""
+    counts = Counter(m.volume for m in mounts if _utc(m.requested_at) >= since)
+    return sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:limit]
+
+
+def _utc(value: datetime) -> datetime:
+    """SQLite hands back naive datetimes; tssd stores UTC."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
