@@ -20,7 +20,7 @@ import re
 import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,14 @@ from tssd.backends.scsi.format import MIN_BLOCK_SIZE, ObjectHeader, VolumeLabel
 from tssd.backends.scsi.inventory import Inventory
 from tssd.backends.scsi.objects import read_label, write_label
 from tssd.backends.scsi.session import read_one, write_one
-from tssd.backends.scsi.tapedev import EndOfMedium, MediaError, Opener, Tape, WriteProtected
+from tssd.backends.scsi.tapedev import (
+    EndOfMedium,
+    MediaError,
+    Opener,
+    Positioning,
+    Tape,
+    WriteProtected,
+)
 from tssd.clock import Clock
 from tssd.config import ScsiSettings
 from tssd.errors import (
@@ -65,6 +72,7 @@ class _Drive:
     #: Storage slot the loaded cartridge came from (where it goes back).
     source: int | None = None
     tape: Tape | None = None
+    positioning: Positioning = field(default_factory=Positioning)
 
     @property
     def name(self) -> str:
@@ -251,7 +259,7 @@ class ScsiLibrary(TapeBackend):
         """Open the loaded drive and check the cartridge is the one its barcode says."""
         if state.tape is not None or state.volume is None:
             return
-        tape = await Tape.open(self._open_device, state.spec.device)
+        tape = await Tape.open(self._open_device, state.spec.device, state.positioning)
         row = await self._catalog.tape(state.volume)
         if row is not None and row.labelled:
             label = await read_label(tape, row.block_size)
