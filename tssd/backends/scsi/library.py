@@ -171,6 +171,10 @@ class ScsiLibrary(TapeBackend):
     async def drives(self) -> list[DriveInfo]:
         return [DriveInfo(name=d.name, volume=d.volume) for d in self._drives.values()]
 
+    def positioning(self) -> dict[str, str]:
+        """How each drive is positioned (LOCATE, or rewind and space filemarks), by name."""
+        return {d.name: d.positioning.describe() for d in self._drives.values()}
+
     async def locate(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
         return await self._catalog.copies(pnfsids)
 

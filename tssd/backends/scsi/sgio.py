@@ -161,7 +161,9 @@ def parse_element_status(data: bytes) -> list[DriveElement]:
 
 
 def _identifier(raw: bytes) -> str | None:
-    if len(raw) < 4 or raw[3] == 0:
+    if len(raw) < 4 or raw[3] == 0 or len(raw) < 4 + raw[3]:
+        # Absent, or cut short: tgt's reply length leaves out the 8-byte element status
+        # page header, so the last element's identifier arrives truncated (usr/smc.c).
         return None
     ident = raw[4 : 4 + raw[3]]
     # T10 vendor identification: vendor (8), product (16), then the serial number.
