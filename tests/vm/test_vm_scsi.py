@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import xml.etree.ElementTree as ET
 import zlib
 
 import pytest
-from scsivm import GuestVM, guest_python
+from scsivm import REPO, GuestVM, guest_python
 
 pytestmark = [pytest.mark.vm, pytest.mark.timeout(900)]
 
@@ -90,3 +91,58 @@ def test_500_files_round_trip_with_rollover(vm: GuestVM) -> None:
         assert adler == f"{zlib.adler32(originals[pnfsid]):08x}"
         positions.setdefault(volume, []).append(position)
     assert all(len(set(p)) == len(p) for p in positions.values())
+
+
+def test_selftest_on_real_library(vm: GuestVM) -> None:
+    """``tssctl backend selftest`` as an operator runs it, on st and mtx."""
+    assert vm.library is not None
+    config = vm.share / "selftest.toml"
+    drives = ",".join(f"{s}@{i}={st}" for i, (st, s, _) in enumerate(vm.library.drives))
+    config.write_text(
+        '[backend]\ntype = "scsi"\n\n[scsi]\n'
+        f'changer = "{vm.library.changer}"\nmtx = "mtx"\ndrives = "{drives}"\n'
+        'device_layer = "st"\nblock_size = 65536\nvolumes = "^TSS"\n'
+    )
+    loaded = (
+        r"s/^Data Transfer Element \([0-9]*\):Full (Storage Element \([0-9]*\) Loaded).*/\2 \1/p"
+    )
+    unload = (
+        f"mtx -f {vm.library.changer} status | sed -n '{loaded}'"
+        f" | while read s d; do mtx -f {vm.library.changer} unload $s $d; done\n"
+    )
+    script = (
+        unload + f"cd {REPO}\nexport PYTHONDONTWRITEBYTECODE=1 TSSD_HOME=/tmp/selftest-home\n"
+        f"exec {sys.executable} -m tssd.cli.tssctl backend selftest --config {config} "
+        "--volume TSS008L8 --json\n"
+    )
+    result = vm.run(script, 600)
+    assert result.rc == 0, result.output[-4000:]
+    steps = json.loads(result.output[result.output.index("[") :])
+    assert all(s["ok"] for s in steps), steps
+    located = next(s for s in steps if s["step"] == "locate+read")
+    assert "rewind+space filemarks" in located["detail"]
+
+
+def test_faults_on_real_library(vm: GuestVM) -> None:
+    """Cartridge removed, drive offline, writer SIGKILLed: see tests/vm/guest_faults.py."""
+    rc, out = guest_python(vm, "tests/vm/guest_faults.py", timeout_s=800)
+    assert rc == 0, out[-6000:]
+    faults = {
+        line.split()[1]: json.loads(line.split(" ", 2)[2])
+        for line in out.splitlines()
+        if line.startswith("FAULT ")
+    }
+    print(json.dumps(faults, indent=1))
+    removed = faults["removed"]
+    assert "transient" in removed["while_gone"] and removed["put_back"] == "ok"
+    offline = faults["offline"]
+    # st says EIO; the drive is offline, so it is the drive's fault (transient), and the
+    # cartridge is neither disabled nor closed: it mounts again once the drive is back.
+    assert offline["write"].startswith("DriveNotReady/transient"), offline
+    assert offline["remount"] == "ok"
+    killed = faults["killed"]
+    assert killed["catalog_before"] == ["0000" + "A" * 32]
+    assert killed["c_error"] is None
+    assert all(ok for _, ok, _ in killed["reads"]) and all(killed["same"])
+    # C was appended where the killed object B had started: right after A.
+    assert killed["positions"]["0000" + "C" * 32] > killed["positions"]["0000" + "A" * 32]

@@ -46,6 +46,7 @@ from tssd.backends.scsi.inventory import Inventory
 from tssd.backends.scsi.objects import read_label, write_label
 from tssd.backends.scsi.session import read_one, write_one
 from tssd.backends.scsi.tapedev import (
+    DriveNotReady,
     EndOfMedium,
     MediaError,
     Opener,
@@ -133,7 +134,12 @@ class ScsiLibrary(TapeBackend):
     # -- lifecycle ---------------------------------------------------------------------
 
     async def open(self) -> None:
-        specs = resolve_drives(self._settings.drives, self._settings.device_layer)
+        specs = await asyncio.to_thread(
+            resolve_drives,
+            self._settings.drives,
+            self._settings.device_layer,
+            self._settings.changer,
+        )
         inventory = await self.inventory()
         for spec in specs:
             element = inventory.drive(spec.element)
@@ -313,6 +319,12 @@ class ScsiLibrary(TapeBackend):
             )
         return state
 
+    async def _drop_tape(self, state: _Drive) -> None:
+        if state.tape is not None:
+            tape, state.tape = state.tape, None
+            await tape.close()
+            log.warning("scsi.drive.not_ready", drive=state.name, volume=state.volume)
+
     async def _tape(self, state: _Drive) -> Tape:
         await self._ready(state)
         assert state.tape is not None  # _ready opened it or raised
@@ -327,7 +339,12 @@ class ScsiLibrary(TapeBackend):
         block_size = row.block_size if row is not None else self._settings.block_size
         for item in items:
             obj = await self._catalog.object(item.copy.bfid)
-            yield await read_one(tape, state.name, obj, item, block_size, self._clock)
+            try:
+                result = await read_one(tape, state.name, obj, item, block_size, self._clock)
+            except DriveNotReady:
+                await self._drop_tape(state)
+                raise
+            yield result
 
     # -- write -------------------------------------------------------------------------
 
@@ -347,11 +364,13 @@ class ScsiLibrary(TapeBackend):
         block_size = row.block_size
         if not row.labelled:
             label = VolumeLabel(volume, block_size, self._clock.wall().isoformat())
-            next_block = await self._guarded(volume, write_label(tape, label))
+            next_block = await self._guarded(state, volume, write_label(tape, label))
             await self._catalog.labelled(volume, next_block, block_size)
             log.info("scsi.tape.labelled", drive=drive, volume=volume, block_size=block_size)
         for item in items:
-            yield await self._guarded(volume, self._write_item(tape, volume, item, block_size))
+            yield await self._guarded(
+                state, volume, self._write_item(tape, volume, item, block_size)
+            )
 
     async def _write_item(
         self, tape: Tape, volume: str, item: WriteItem, block_size: int
@@ -376,10 +395,14 @@ class ScsiLibrary(TapeBackend):
             tape, volume, row.next_block, header, item, self._catalog, block_size, self._clock
         )
 
-    async def _guarded(self, volume: str, step: Any) -> Any:
+    async def _guarded(self, state: _Drive, volume: str, step: Any) -> Any:
         """Close the tape for appends when the drive says it is full or unwritable."""
         try:
             return await step
+        except DriveNotReady:
+            # The drive, not the tape: reopen it at the next use, the tape stays usable.
+            await self._drop_tape(state)
+            raise
         except EndOfMedium as exc:
             await self._catalog.close_tape(volume, f"end of medium: {exc}")
             log.info("scsi.tape.full", volume=volume)

@@ -118,7 +118,9 @@ async def _inventory(run: _Run) -> str:
 
 
 async def _drives(run: _Run) -> str:
-    specs = resolve_drives(run.settings.drives, run.settings.device_layer)
+    specs = await asyncio.to_thread(
+        resolve_drives, run.settings.drives, run.settings.device_layer, run.settings.changer
+    )
     inv = await run.changer.status()
     free = [s for s in specs if (d := inv.drive(s.element)) is not None and not d.full]
     chosen = [s for s in free if run.drive_serial in (None, s.serial)]

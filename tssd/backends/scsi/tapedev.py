@@ -279,9 +279,20 @@ class Tape:
                 raise WriteProtected(message, code=exc.errno) from exc
             if exc.errno in (errno.ENOMEDIUM, errno.EBUSY):
                 raise _not_ready(self.path, exc) from exc
+            if media and exc.errno == errno.EIO and not await self._online():
+                # A drive that went offline (or lost its cartridge) under a command says
+                # EIO too: that is the drive's state, not the medium's, and must not
+                # disable the tape.
+                raise DriveNotReady(f"{message}; the drive is not ready", code=exc.errno) from exc
             if media:
                 raise MediaError(message, code=exc.errno) from exc
             raise TransientBackendError(message, code=exc.errno) from exc
+
+    async def _online(self) -> bool:
+        try:
+            return (await asyncio.to_thread(self.device.status)).online
+        except OSError:
+            return False
 
     async def close(self) -> None:
         # Closing is best effort: the device is being given up.
