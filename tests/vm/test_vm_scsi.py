@@ -144,5 +144,7 @@ def test_faults_on_real_library(vm: GuestVM) -> None:
     assert killed["catalog_before"] == ["0000" + "A" * 32]
     assert killed["c_error"] is None
     assert all(ok for _, ok, _ in killed["reads"]) and all(killed["same"])
-    # C was appended where the killed object B had started: right after A.
-    assert killed["positions"]["0000" + "C" * 32] > killed["positions"]["0000" + "A" * 32]
+    # The restarted process found the cartridge still in the drive, and C took the place
+    # (tape file 2) where the killed object B had started, right after A.
+    assert killed["loaded_after_restart"][next(iter(killed["loaded_after_restart"]))]
+    assert killed["positions"] == {"0000" + "A" * 32: 1, "0000" + "C" * 32: 2}

@@ -304,6 +304,9 @@ class FileTape:
     def offline(self) -> None:
         self._pos = 0
 
+    def ready(self) -> bool:
+        return True
+
 
 # -- command line: create a library for a demo --------------------------------------------
 

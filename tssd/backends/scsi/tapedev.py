@@ -45,7 +45,7 @@ import structlog
 
 from tssd.backends.scsi import sgio
 from tssd.backends.scsi.drivestatus import DriveStatus
-from tssd.backends.scsi.sense import LocateUnsupported
+from tssd.backends.scsi.sense import NOT_READY, UNIT_ATTENTION, LocateUnsupported
 from tssd.errors import PermanentBackendError, TransientBackendError
 
 T = TypeVar("T")
@@ -83,6 +83,7 @@ class TapeDevice(Protocol):
     def read_block(self, size: int) -> bytes: ...
     def write_filemark(self) -> None: ...
     def offline(self) -> None: ...
+    def ready(self) -> bool: ...
 
 
 # -- the Linux st driver (linux/mtio.h) -------------------------------------------------
@@ -176,6 +177,21 @@ class StTape:
         if reply.good:
             return  # the second attempt through sg worked: the head is there
         raise OSError(errno.EIO, f"locate to block {block}: {reply.sense or 'failed'}") from exc
+
+    def ready(self) -> bool:
+        """TEST UNIT READY through sg: st's own status says "online" until it next opens
+        the drive, even after the drive went offline (drivers/scsi/st.c sets GMT_ONLINE
+        from its ``ready`` state, refreshed only at open)."""
+        sg = sgio.sg_of(self.path)
+        if sg is None:
+            return self.status().online
+        for _ in range(2):  # a unit attention (after a load) is reported once
+            reply = sgio.command(sg, bytes(6))
+            if reply.good:
+                return True
+            if reply.sense is None or reply.sense.key != UNIT_ATTENTION:
+                break
+        return reply.sense is None or reply.sense.key != NOT_READY
 
     def space_filemarks(self, count: int) -> None:
         if count > 0:
@@ -290,7 +306,7 @@ class Tape:
 
     async def _online(self) -> bool:
         try:
-            return (await asyncio.to_thread(self.device.status)).online
+            return await asyncio.to_thread(self.device.ready)
         except OSError:
             return False
 
