@@ -16,6 +16,7 @@ from tssd.backends.scsi import devices, sgio
 from tssd.backends.scsi.emulated import FileTape, init_library, load_state, save_state
 from tssd.backends.scsi.sense import ILLEGAL_REQUEST, LocateUnsupported, Sense, decode
 from tssd.backends.scsi.tapedev import Tape
+from tssd.cli import views
 from tssd.errors import ConfigError
 
 
@@ -115,3 +116,16 @@ async def test_locate_rejected_falls_back_to_spacing(no_locate_tape: FileTape) -
     assert tape.positioning.locate is False
     assert "no LOCATE" in tape.positioning.describe()
     assert "illegal request" in tape.positioning.detail
+
+
+def test_tssctl_drives_shows_the_positioning() -> None:
+    drives = [
+        {"name": "TSSD000001", "enabled": True, "state": "idle", "volume": None,
+         "positioning": "rewind+space filemarks (no LOCATE)", "last_error": "x" * 200},
+        {"name": "TSSD000002", "enabled": True, "state": "idle", "volume": None},
+    ]  # fmt: skip
+    text = views.drives_table(drives)
+    assert "POSITIONING" in text.splitlines()[0]
+    assert "no LOCATE" in text or "rewind+space" in text
+    assert all(len(line) <= 100 for line in text.splitlines())
+    assert "POSITIONING" not in views.drives_table(drives[1:])
