@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "vm"))
 
-from scsivm import GuestVM  # noqa: E402
+from scsivm import GuestVM
 
 JOB = r"""
 set -e
