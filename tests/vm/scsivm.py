@@ -193,7 +193,10 @@ class GuestVM:
             f"console=ttyS0 quiet panic=-1 tssdvm.share={self.share} "
             f"tssdvm.script={self.share / 'guest.sh'}"
         )
+        # setpriv: qemu gets SIGKILL when this process dies, even by SIGKILL, so no guest
+        # outlives its test run.
         cmd = [
+            *(["setpriv", "--pdeathsig", "KILL"] if shutil.which("setpriv") else []),
             *_qemu_base(self.accel, self.memory_mb, self.cpus, image, initrd),
             "-serial",
             f"file:{self.console}",
@@ -205,7 +208,10 @@ class GuestVM:
             f"local,path={self.share},mount_tag=share,security_model=none,multidevs=remap",
         ]
         self._proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         try:
             self.library = self._wait_ready(started + timeout_s)
