@@ -94,13 +94,13 @@ def test_500_files_round_trip_with_rollover(vm: GuestVM) -> None:
 
 
 def test_selftest_on_real_library(vm: GuestVM) -> None:
-    """``tssctl backend selftest`` as an operator runs it, on st and mtx."""
+    """``tssctl backend selftest`` as an operator runs it, on st and mtx, with
+    ``scsi.drives = "auto"``: the drives are found from the changer and st alone."""
     assert vm.library is not None
     config = vm.share / "selftest.toml"
-    drives = ",".join(f"{s}@{i}={st}" for i, (st, s, _) in enumerate(vm.library.drives))
     config.write_text(
         '[backend]\ntype = "scsi"\n\n[scsi]\n'
-        f'changer = "{vm.library.changer}"\nmtx = "mtx"\ndrives = "{drives}"\n'
+        f'changer = "{vm.library.changer}"\nmtx = "mtx"\ndrives = "auto"\n'
         'device_layer = "st"\nblock_size = 65536\nvolumes = "^TSS"\n'
     )
     loaded = (
@@ -119,6 +119,8 @@ def test_selftest_on_real_library(vm: GuestVM) -> None:
     assert result.rc == 0, result.output[-4000:]
     steps = json.loads(result.output[result.output.index("[") :])
     assert all(s["ok"] for s in steps), steps
+    serials = next(s for s in steps if s["step"] == "drives")["detail"]
+    assert all(serial in serials for _, serial, _ in vm.library.drives), serials
     located = next(s for s in steps if s["step"] == "locate+read")
     assert "rewind+space filemarks" in located["detail"]
 
