@@ -29,7 +29,7 @@ trap shutdown EXIT
 ip link set lo up || fail "loopback"
 # crc32c before iscsi_tcp logs in (the login's digest negotiation needs it).
 for m in crc32c_generic st sg iscsi_tcp; do modprobe "$m" || fail "modprobe $m"; done
-mkdir -p /run/lock/iscsi /var/lib/iscsi "$VTL"
+mkdir -p /run/lock/iscsi "$VTL"
 
 i=1
 while [ $i -le "$TAPES" ]; do
