@@ -8,7 +8,9 @@ tapes and no delays.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
 import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -77,7 +79,66 @@ async def scsi_backend(tmp: Path) -> AsyncIterator[TapeBackend]:
         await engine.dispose()
 
 
-BACKENDS = [pytest.param(sim_backend, id="sim"), pytest.param(scsi_backend, id="scsi")]
+#: Set by tests/vm inside the qemu guest: the real library (tgt changer and drives through
+#: the kernel's st and sg drivers, the real mtx), described by a JSON file.
+SCSI_VM = os.environ.get("TSSD_SCSI_VM")
+
+
+def reset_vm_library(vm: dict[str, str]) -> None:
+    """Every cartridge back in its slot and blank, as a fresh library: tgt opens a tape's
+    file only while it is in a drive, so recreating the file blanks the cartridge."""
+    status = subprocess.run(
+        ["mtx", "-f", vm["changer"], "status"], capture_output=True, text=True, check=True
+    ).stdout
+    for line in status.splitlines():
+        if line.startswith("Data Transfer Element") and ":Full" in line:
+            element = line.split()[3].rstrip(":")
+            source = line.split("Storage Element ")[1].split()[0]
+            subprocess.run(["mtx", "-f", vm["changer"], "unload", source, element], check=True)
+    for barcode in vm["volumes"].split():
+        path = Path(vm["vtl"]) / barcode
+        path.unlink(missing_ok=True)
+        subprocess.run(
+            [
+                *("tgtimg", "--op", "new", "--device-type", "tape", "--barcode", barcode),
+                *("--size", str(vm["tape_mb"]), "--type", "data", "--file", str(path)),
+            ],
+            check=True,
+            capture_output=True,
+        )
+
+
+@asynccontextmanager
+async def scsi_vm_backend(tmp: Path) -> AsyncIterator[TapeBackend]:
+    """The SCSI backend on the real stack of the tests/vm guest: mtx on tgt's changer,
+    the kernel's st driver on tgt's drives (tests/vm/test_vm_scsi.py runs this)."""
+    assert SCSI_VM is not None
+    vm = json.loads(Path(SCSI_VM).read_text())
+    await asyncio.to_thread(reset_vm_library, vm)
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp / 'tssd.db'}")
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(Base.metadata.create_all)
+        settings = ScsiSettings(
+            changer=vm["changer"],
+            mtx="mtx",
+            drives=vm["drives"],
+            device_layer="st",
+            block_size=64 * 1024,
+            tape_capacity=int(vm["tape_mb"]) * MiB,
+            volumes="^TSS",
+        )
+        async with ScsiLibrary(settings, session_factory(engine), RealClock()) as library:
+            yield library
+    finally:
+        await engine.dispose()
+
+
+BACKENDS = (
+    [pytest.param(scsi_vm_backend, id="scsi-st")]
+    if SCSI_VM
+    else [pytest.param(sim_backend, id="sim"), pytest.param(scsi_backend, id="scsi")]
+)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -97,6 +97,13 @@ def _live(svc: Services, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         state = svc.drives.drives.get(row["name"])
         if state is not None:
             row.update(state=state.state, volume=state.volume, last_error=state.last_error)
+    # How a SCSI drive positions (LOCATE, or rewind and space filemarks when it has none).
+    positioning = getattr(svc.backend, "positioning", None)
+    if callable(positioning):
+        known = positioning()
+        for row in rows:
+            if row["name"] in known:
+                row["positioning"] = known[row["name"]]
     return rows
 
 

@@ -92,6 +92,10 @@ def drives_table(drives: list[dict[str, Any]]) -> str:
         for d in drives
     ]
     headers = ["DRIVE", "ENABLED", "STATE", "VOLUME", "MOUNTS 24H", "LAST MOUNT", "LAST ERROR"]
+    if any("positioning" in d for d in drives):  # SCSI drives: LOCATE or spacing filemarks
+        headers.append("POSITIONING")
+        for row, d in zip(rows, drives, strict=True):
+            row.append(d.get("positioning"))
     return table(headers, rows, right=(4,))
 
 

@@ -187,7 +187,8 @@ class ScsiSettings:
             "Drives tssd may use, comma-separated SERIAL@ELEMENT[=DEVICE]: the drive's serial "
             "number, its Data Transfer Element number in 'mtx status', and its no-rewind st "
             "device (found by serial in sysfs when omitted; a given one is checked). Drives "
-            "are named by serial, never by /dev numbering."
+            "are named by serial, never by /dev numbering. 'auto': every drive the changer "
+            "names (READ ELEMENT STATUS, DVCID) mapped to its st device by serial."
         ),
     )
     device_layer: str = field(

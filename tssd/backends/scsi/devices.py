@@ -5,6 +5,12 @@ ties the changer's Data Transfer Element (what ``mtx load`` addresses) to the st
 the data goes through. The device's own serial (VPD page 0x80) is checked against the
 entry at start-up, so drives renumbered by a reboot (nst0 and nst1 swapped) are refused
 instead of writing to the wrong cartridge; without DEVICE the st device is found by serial.
+
+``scsi.drives = "auto"`` needs no table at all: the changer names the drive in each Data
+Transfer Element (READ ELEMENT STATUS with DVCID, :func:`.sgio.drive_identifiers`) and
+each st device's own serial (VPD page 0x80) finds its element. An element the changer
+does not name is matched by elimination when exactly one element and one st device are
+left over; otherwise tssd refuses to guess.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tssd.backends.scsi import sgio
 from tssd.backends.scsi.tapedev import Opener, StTape, TapeDevice, find_st_device, st_serial
 from tssd.errors import ConfigError
 
@@ -61,8 +68,53 @@ def _layer(layer: str) -> tuple[Callable[[str], str | None], Callable[[str], str
     raise ConfigError(f"scsi.device_layer {layer!r}: valid choices are 'st', 'file'")
 
 
-def resolve_drives(text: str, layer: str) -> list[DriveSpec]:
+AUTO = "auto"
+
+
+def st_devices() -> dict[str, str]:
+    """Serial number -> no-rewind st device, for every st drive the kernel knows."""
+    found = {}
+    for entry in sorted(Path("/sys/class/scsi_tape").glob("nst*")):
+        if entry.name[3:].isdigit():
+            serial = st_serial(f"/dev/{entry.name}")
+            if serial:
+                found[serial] = f"/dev/{entry.name}"
+    return found
+
+
+def auto_drives(changer: str, devices: dict[str, str]) -> list[DriveSpec]:
+    """Map the changer's Data Transfer Elements to st devices by the drives' serials."""
+    try:
+        elements = sgio.drive_identifiers(changer)
+    except OSError as exc:
+        raise ConfigError(f"scsi.drives = auto: cannot read {changer}'s elements: {exc}") from exc
+    specs, unnamed = [], []
+    left = dict(devices)
+    for element in elements:
+        if element.serial and element.serial in left:
+            specs.append(DriveSpec(element.serial, element.index, left.pop(element.serial)))
+        else:
+            unnamed.append(element)
+    if len(unnamed) == 1 and len(left) == 1:
+        serial, device = left.popitem()
+        specs.append(DriveSpec(serial, unnamed[0].index, device))
+    elif unnamed:
+        where = ", ".join(str(e.address) for e in unnamed)
+        raise ConfigError(
+            f"scsi.drives = auto: no st device matches the drive in element(s) {where}; "
+            "list the drives as SERIAL@ELEMENT[=DEVICE]"
+        )
+    if not specs:
+        raise ConfigError(f"scsi.drives = auto: {changer} reports no drives")
+    return sorted(specs, key=lambda s: s.element)
+
+
+def resolve_drives(text: str, layer: str, changer: str = "") -> list[DriveSpec]:
     """The drives of ``scsi.drives`` with their devices found and their serials checked."""
+    if text.strip() == AUTO:
+        if layer != "st":
+            raise ConfigError("scsi.drives = auto needs device_layer = st")
+        return auto_drives(changer, st_devices())
     serial_of, find = _layer(layer)
     specs = []
     for serial, element, device in parse_drives(text):

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tssd.backends.scsi.drivestatus import DriveStatus
+from tssd.backends.scsi.sense import ILLEGAL_REQUEST, LocateUnsupported, Sense
 
 #: Fault injection (faults.json): what a test or a demo can make the library do.
 FAULTS = {
@@ -41,6 +42,7 @@ FAULTS = {
     "hang_load_s": "seconds the next load sleeps before moving (a hung robot)",
     "media_errors": "{volume: [block ids]}: reading or locating to those blocks fails (EIO)",
     "write_protected": "[volumes] whose write-protect tab is set",
+    "locate_unsupported": "[serials] of drives that reject LOCATE like tgt (ILLEGAL REQUEST)",
 }
 
 _RECORD = struct.Struct(">cI")
@@ -226,6 +228,7 @@ class FileTape:
         self.volume = volume
         self.write_protected = volume in faults.get("write_protected", [])
         self.bad_blocks = set(faults.get("media_errors", {}).get(volume, []))
+        self.no_locate = serial in faults.get("locate_unsupported", [])
         self._image = _Image(
             self.root / "tapes" / f"{volume}.tape", state["capacity"], state["early_warning"]
         )
@@ -235,13 +238,15 @@ class FileTape:
         self._image.close()
 
     def status(self) -> DriveStatus:
-        end = len(self._image.records)
+        records = self._image.records
+        marks = [i for i, (kind, _, _) in enumerate(records[: self._pos]) if kind == _MARK]
         return DriveStatus(
             online=True,
             bot=self._pos == 0,
-            eod=self._pos == end,
+            eod=self._pos == len(records),
             write_protected=self.write_protected,
-            block_number=self._pos,
+            file_number=len(marks),
+            block_number=self._pos - (marks[-1] + 1 if marks else 0),
         )
 
     def rewind(self) -> None:
@@ -251,9 +256,27 @@ class FileTape:
         return self._pos
 
     def seek(self, block: int) -> None:
+        if self.no_locate:
+            raise LocateUnsupported(self.path, Sense(ILLEGAL_REQUEST, 0x20))
         if block > len(self._image.records) or block in self.bad_blocks:
             raise OSError(errno.EIO, f"Input/output error (locate to block {block})")
         self._pos = block
+
+    def space_filemarks(self, count: int) -> None:
+        """MTFSF (count > 0): past the next *count* filemarks; EIO at end of data."""
+        records = self._image.records
+        while count > 0:
+            if self._pos >= len(records) or self._pos in self.bad_blocks:
+                raise OSError(errno.EIO, "Input/output error (end of data while spacing)")
+            if records[self._pos][0] == _MARK:
+                count -= 1
+            self._pos += 1
+        while count < 0:
+            if self._pos == 0:
+                raise OSError(errno.EIO, "Input/output error (beginning of tape while spacing)")
+            self._pos -= 1
+            if records[self._pos][0] == _MARK:
+                count += 1
 
     def _write(self, kind: bytes, payload: bytes) -> None:
         if self.write_protected:
@@ -280,6 +303,9 @@ class FileTape:
 
     def offline(self) -> None:
         self._pos = 0
+
+    def ready(self) -> bool:
+        return True
 
 
 # -- command line: create a library for a demo --------------------------------------------

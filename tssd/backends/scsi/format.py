@@ -11,7 +11,8 @@ A tape is a sequence of fixed-size blocks (``scsi.block_size``) and filemarks::
 
 Block ids are the drive's logical object ids (``MTIOCPOS``): data blocks and filemarks
 both count, so the header of the first object is block 2. The catalog records the block
-id of each header at write time and a read locates there (``MTSEEK``). Label and header
+id of each header at write time and a read locates there (``MTSEEK``); object *n* is also
+tape file *n*, which is how a drive without LOCATE gets there (spacing filemarks). Label and header
 are one block each: an eight-byte magic, a four-byte big-endian length, a UTF-8 JSON
 document, zero padding. Anyone can read a tape back with ``dd`` and a few lines of code.
 """

@@ -20,7 +20,7 @@ import re
 import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,15 @@ from tssd.backends.scsi.format import MIN_BLOCK_SIZE, ObjectHeader, VolumeLabel
 from tssd.backends.scsi.inventory import Inventory
 from tssd.backends.scsi.objects import read_label, write_label
 from tssd.backends.scsi.session import read_one, write_one
-from tssd.backends.scsi.tapedev import EndOfMedium, MediaError, Opener, Tape, WriteProtected
+from tssd.backends.scsi.tapedev import (
+    DriveNotReady,
+    EndOfMedium,
+    MediaError,
+    Opener,
+    Positioning,
+    Tape,
+    WriteProtected,
+)
 from tssd.clock import Clock
 from tssd.config import ScsiSettings
 from tssd.errors import (
@@ -65,6 +73,7 @@ class _Drive:
     #: Storage slot the loaded cartridge came from (where it goes back).
     source: int | None = None
     tape: Tape | None = None
+    positioning: Positioning = field(default_factory=Positioning)
 
     @property
     def name(self) -> str:
@@ -125,7 +134,12 @@ class ScsiLibrary(TapeBackend):
     # -- lifecycle ---------------------------------------------------------------------
 
     async def open(self) -> None:
-        specs = resolve_drives(self._settings.drives, self._settings.device_layer)
+        specs = await asyncio.to_thread(
+            resolve_drives,
+            self._settings.drives,
+            self._settings.device_layer,
+            self._settings.changer,
+        )
         inventory = await self.inventory()
         for spec in specs:
             element = inventory.drive(spec.element)
@@ -162,6 +176,10 @@ class ScsiLibrary(TapeBackend):
 
     async def drives(self) -> list[DriveInfo]:
         return [DriveInfo(name=d.name, volume=d.volume) for d in self._drives.values()]
+
+    def positioning(self) -> dict[str, str]:
+        """How each drive is positioned (LOCATE, or rewind and space filemarks), by name."""
+        return {d.name: d.positioning.describe() for d in self._drives.values()}
 
     async def locate(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
         return await self._catalog.copies(pnfsids)
@@ -251,7 +269,7 @@ class ScsiLibrary(TapeBackend):
         """Open the loaded drive and check the cartridge is the one its barcode says."""
         if state.tape is not None or state.volume is None:
             return
-        tape = await Tape.open(self._open_device, state.spec.device)
+        tape = await Tape.open(self._open_device, state.spec.device, state.positioning)
         row = await self._catalog.tape(state.volume)
         if row is not None and row.labelled:
             label = await read_label(tape, row.block_size)
@@ -301,6 +319,12 @@ class ScsiLibrary(TapeBackend):
             )
         return state
 
+    async def _drop_tape(self, state: _Drive) -> None:
+        if state.tape is not None:
+            tape, state.tape = state.tape, None
+            await tape.close()
+            log.warning("scsi.drive.not_ready", drive=state.name, volume=state.volume)
+
     async def _tape(self, state: _Drive) -> Tape:
         await self._ready(state)
         assert state.tape is not None  # _ready opened it or raised
@@ -315,7 +339,12 @@ class ScsiLibrary(TapeBackend):
         block_size = row.block_size if row is not None else self._settings.block_size
         for item in items:
             obj = await self._catalog.object(item.copy.bfid)
-            yield await read_one(tape, state.name, obj, item, block_size, self._clock)
+            try:
+                result = await read_one(tape, state.name, obj, item, block_size, self._clock)
+            except DriveNotReady:
+                await self._drop_tape(state)
+                raise
+            yield result
 
     # -- write -------------------------------------------------------------------------
 
@@ -339,11 +368,13 @@ class ScsiLibrary(TapeBackend):
         block_size = row.block_size
         if not row.labelled:
             label = VolumeLabel(volume, block_size, self._clock.wall().isoformat())
-            next_block = await self._guarded(volume, write_label(tape, label))
+            next_block = await self._guarded(state, volume, write_label(tape, label))
             await self._catalog.labelled(volume, next_block, block_size)
             log.info("scsi.tape.labelled", drive=drive, volume=volume, block_size=block_size)
         for item in items:
-            yield await self._guarded(volume, self._write_item(tape, volume, item, block_size))
+            yield await self._guarded(
+                state, volume, self._write_item(tape, volume, item, block_size)
+            )
 
     async def _write_item(
         self, tape: Tape, volume: str, item: WriteItem, block_size: int
@@ -368,10 +399,14 @@ class ScsiLibrary(TapeBackend):
             tape, volume, row.next_block, header, item, self._catalog, block_size, self._clock
         )
 
-    async def _guarded(self, volume: str, step: Any) -> Any:
+    async def _guarded(self, state: _Drive, volume: str, step: Any) -> Any:
         """Close the tape for appends when the drive says it is full or unwritable."""
         try:
             return await step
+        except DriveNotReady:
+            # The drive, not the tape: reopen it at the next use, the tape stays usable.
+            await self._drop_tape(state)
+            raise
         except EndOfMedium as exc:
             await self._catalog.close_tape(volume, f"end of medium: {exc}")
             log.info("scsi.tape.full", volume=volume)

@@ -74,7 +74,7 @@ async def write_object(
     The caller checks the checksum against the header's before recording the object; a
     rejected object is simply overwritten by the next one written at *block*.
     """
-    await tape.seek(block)
+    await tape.position(block, header.seq)
     await tape.write_block(pack_header(header, block_size))
     adler, size = zlib.adler32(b""), 0
     pending, batch = bytearray(), []

@@ -40,7 +40,7 @@ async def read_one(
             return _read_failed(drive, item, error)
         started = clock.now()
         try:
-            await tape.seek(obj.block)
+            await tape.position(obj.block, obj.seq)
             located = clock.now()
             expected = ObjectHeader(obj.bfid, obj.pnfsid, obj.size, obj.adler32, "", "", obj.seq)
             nbytes, adler = await read_object(tape, obj.block, expected, item.sink, block_size)

@@ -18,6 +18,14 @@ ENOSPC on write            early-warning end of medium → :class:`EndOfMedium` 
 EROFS, EACCES on write     write protected → :class:`WriteProtected` (permanent for the tape)
 EIO, ENOMEM on read/seek   media error → :class:`MediaError` (permanent for that object)
 =========================  =================================================================
+
+Positioning (:meth:`Tape.position`) uses LOCATE (``MTSEEK``) where the drive implements
+it. Some do not (tgt's SSC emulation, some older drives): st then reports a bare ``EIO``,
+so :class:`StTape` repeats the LOCATE through the drive's sg device to read the sense
+data, and ILLEGAL REQUEST (invalid operation code) switches that drive to rewinding and
+spacing filemarks (``MTFSF``) to the object's tape file, forward from where st says the
+head is when it can (drivers/scsi/st.c: ``MTFSF`` sets ``drv_block`` to 0 and advances
+``drv_file``; a read that meets a filemark does the same).
 """
 
 from __future__ import annotations
@@ -29,13 +37,19 @@ import fcntl
 import os
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+import structlog
+
+from tssd.backends.scsi import sgio
 from tssd.backends.scsi.drivestatus import DriveStatus
+from tssd.backends.scsi.sense import NOT_READY, UNIT_ATTENTION, LocateUnsupported
 from tssd.errors import PermanentBackendError, TransientBackendError
 
 T = TypeVar("T")
+log = structlog.get_logger()
 
 
 class DriveNotReady(TransientBackendError):
@@ -64,10 +78,12 @@ class TapeDevice(Protocol):
     def rewind(self) -> None: ...
     def tell(self) -> int: ...
     def seek(self, block: int) -> None: ...
+    def space_filemarks(self, count: int) -> None: ...
     def write_block(self, data: bytes) -> None: ...
     def read_block(self, size: int) -> bytes: ...
     def write_filemark(self) -> None: ...
     def offline(self) -> None: ...
+    def ready(self) -> bool: ...
 
 
 # -- the Linux st driver (linux/mtio.h) -------------------------------------------------
@@ -83,7 +99,7 @@ _MTPOS = struct.Struct("@l")  # struct mtpos { long mt_blkno; }
 MTIOCTOP = _ioc(1, 1, _MTOP.size)
 MTIOCGET = _ioc(2, 2, _MTGET.size)
 MTIOCPOS = _ioc(2, 3, _MTPOS.size)
-MTWEOF, MTREW, MTOFFL, MTSETBLK, MTSEEK = 5, 6, 7, 20, 22
+MTFSF, MTBSF, MTWEOF, MTREW, MTOFFL, MTSETBLK, MTSEEK = 1, 2, 5, 6, 7, 20, 22
 GMT_EOF, GMT_BOT, GMT_EOT = 0x80000000, 0x40000000, 0x20000000
 GMT_EOD, GMT_WR_PROT, GMT_ONLINE = 0x08000000, 0x04000000, 0x01000000
 
@@ -140,7 +156,48 @@ class StTape:
         return int(_MTPOS.unpack(buf)[0])
 
     def seek(self, block: int) -> None:
-        self._op(MTSEEK, block)
+        try:
+            self._op(MTSEEK, block)
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                raise
+            self._why_locate_failed(block, exc)
+
+    def _why_locate_failed(self, block: int, exc: OSError) -> None:
+        """st says only EIO: ask the drive itself (sg) whether LOCATE exists at all."""
+        sg = sgio.sg_of(self.path)
+        if sg is None:
+            raise exc
+        try:
+            reply = sgio.locate(sg, block)
+        except OSError:
+            raise exc from None
+        if reply.sense is not None and reply.sense.unsupported:
+            raise LocateUnsupported(self.path, reply.sense) from exc
+        if reply.good:
+            return  # the second attempt through sg worked: the head is there
+        raise OSError(errno.EIO, f"locate to block {block}: {reply.sense or 'failed'}") from exc
+
+    def ready(self) -> bool:
+        """TEST UNIT READY through sg: st's own status says "online" until it next opens
+        the drive, even after the drive went offline (drivers/scsi/st.c sets GMT_ONLINE
+        from its ``ready`` state, refreshed only at open)."""
+        sg = sgio.sg_of(self.path)
+        if sg is None:
+            return self.status().online
+        for _ in range(2):  # a unit attention (after a load) is reported once
+            reply = sgio.command(sg, bytes(6))
+            if reply.good:
+                return True
+            if reply.sense is None or reply.sense.key != UNIT_ATTENTION:
+                break
+        return reply.sense is None or reply.sense.key != NOT_READY
+
+    def space_filemarks(self, count: int) -> None:
+        if count > 0:
+            self._op(MTFSF, count)
+        elif count < 0:
+            self._op(MTBSF, -count)
 
     def write_block(self, data: bytes) -> None:
         written = os.write(self._fd, data)
@@ -158,13 +215,17 @@ class StTape:
 
 
 def st_serial(path: str) -> str | None:
-    """The unit serial number (VPD page 0x80) of an st device, from sysfs."""
+    """The unit serial number (VPD page 0x80) of an st device: sysfs, else INQUIRY via sg."""
     name = Path(os.path.realpath(path)).name
     vpd = Path("/sys/class/scsi_tape") / name / "device" / "vpd_pg80"
     try:
         page = vpd.read_bytes()
     except OSError:
-        return None
+        sg = sgio.sg_of(path)
+        try:
+            return sgio.vpd_serial(sg) if sg else None
+        except OSError:
+            return None
     return page[4:].decode("ascii", errors="replace").strip(" \0") or None
 
 
@@ -186,22 +247,37 @@ def _not_ready(path: str, exc: OSError) -> DriveNotReady:
     return DriveNotReady(f"drive {path} not ready: {reason}", code=exc.errno)
 
 
+@dataclass(slots=True)
+class Positioning:
+    """How a drive is positioned, learnt from the drive and kept across mounts."""
+
+    #: None until the first LOCATE: then whether the drive implements it.
+    locate: bool | None = None
+    detail: str = ""
+
+    def describe(self) -> str:
+        if self.locate is False:
+            return "rewind+space filemarks (no LOCATE)"
+        return "locate" if self.locate else "locate (untried)"
+
+
 class Tape:
     """An open drive used from the event loop: every call runs in a worker thread."""
 
-    def __init__(self, device: TapeDevice) -> None:
+    def __init__(self, device: TapeDevice, positioning: Positioning | None = None) -> None:
         self.device = device
         self.path = device.path
+        self.positioning = positioning or Positioning()
 
     @classmethod
-    async def open(cls, opener: Opener, path: str) -> Tape:
+    async def open(cls, opener: Opener, path: str, positioning: Positioning | None = None) -> Tape:
         try:
             device = await asyncio.to_thread(opener, path)
         except OSError as exc:
             if exc.errno in (errno.ENOMEDIUM, errno.EIO, errno.EBUSY, errno.EAGAIN):
                 raise _not_ready(path, exc) from exc
             raise PermanentBackendError(f"cannot open tape device {path}: {exc}") from exc
-        tape = cls(device)
+        tape = cls(device, positioning)
         status = await tape.status()
         if not status.online:
             await tape.close()
@@ -219,9 +295,20 @@ class Tape:
                 raise WriteProtected(message, code=exc.errno) from exc
             if exc.errno in (errno.ENOMEDIUM, errno.EBUSY):
                 raise _not_ready(self.path, exc) from exc
+            if media and exc.errno == errno.EIO and not await self._online():
+                # A drive that went offline (or lost its cartridge) under a command says
+                # EIO too: that is the drive's state, not the medium's, and must not
+                # disable the tape.
+                raise DriveNotReady(f"{message}; the drive is not ready", code=exc.errno) from exc
             if media:
                 raise MediaError(message, code=exc.errno) from exc
             raise TransientBackendError(message, code=exc.errno) from exc
+
+    async def _online(self) -> bool:
+        try:
+            return await asyncio.to_thread(self.device.ready)
+        except OSError:
+            return False
 
     async def close(self) -> None:
         # Closing is best effort: the device is being given up.
@@ -239,6 +326,37 @@ class Tape:
 
     async def seek(self, block: int) -> None:
         await self._call(f"locate to block {block}", lambda: self.device.seek(block))
+
+    async def position(self, block: int, fileno: int) -> None:
+        """Put the head at logical object *block*, which starts tape file *fileno*."""
+        if self.positioning.locate is not False:
+            try:
+                await self.seek(block)
+                self.positioning.locate = True
+                return
+            except MediaError as exc:
+                if not isinstance(exc.__cause__, LocateUnsupported):
+                    raise
+                self.positioning.locate = False
+                self.positioning.detail = str(exc.__cause__.sense or "")
+                log.warning(
+                    "scsi.drive.locate_unsupported",
+                    device=self.path,
+                    sense=self.positioning.detail,
+                    fallback="rewind+space filemarks",
+                )
+        await self._call(f"space to file {fileno}", lambda: self._space_to(fileno))
+
+    def _space_to(self, fileno: int) -> None:
+        status = self.device.status()
+        here = status.file_number
+        if here == fileno and status.block_number == 0:
+            return
+        if 0 <= here < fileno:
+            self.device.space_filemarks(fileno - here)
+            return
+        self.device.rewind()
+        self.device.space_filemarks(fileno)
 
     async def write_block(self, data: bytes) -> None:
         await self._call("write", lambda: self.device.write_block(data))
