@@ -31,7 +31,10 @@ def serve_env(home: Path, db_url: str, settings: Mapping[str, str]) -> dict[str,
 
     TSSD_* variables of the caller's environment are dropped so that nothing leaks into
     the daemon unnoticed; *settings* are further TSSD_* variables. The metrics listener
-    is off (tests run many daemons side by side) and logs are JSON lines.
+    is off (tests run many daemons side by side) and logs are JSON lines. The directory
+    holding *home* (a test's tmp dir) is the pool root unless *settings* name others: a
+    daemon is confined by default (``$TSSD_HOME/pools``), and tests keep their files
+    beside its home.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("TSSD_")}
     env.update(
@@ -39,6 +42,7 @@ def serve_env(home: Path, db_url: str, settings: Mapping[str, str]) -> dict[str,
         TSSD_DATABASE_URL=db_url,
         TSSD_API_METRICS_TCP="",
         TSSD_LOG_FORMAT="json",
+        TSSD_API_POOL_ROOTS=str(home.parent),
     )
     env.update(settings)
     return env

@@ -255,7 +255,7 @@ class ProgressLine:
 
 # --- API objects ---------------------------------------------------------------------
 
-STATES = ("queued", "active", "done", "failed", "cancelled")
+STATES = ("queued", "active", "done", "failed", "cancelled", "abandoned")
 
 
 def status(data: dict[str, Any]) -> str:

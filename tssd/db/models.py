@@ -56,6 +56,8 @@ class State(enum.StrEnum):
     DONE = "done"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    #: A recall whose part file no pool call claimed in time (delivery.claim_timeout_s).
+    ABANDONED = "abandoned"
 
     @property
     def is_open(self) -> bool:
@@ -63,7 +65,7 @@ class State(enum.StrEnum):
 
 
 OPEN_STATES = ("queued", "active")
-TERMINAL_STATES = ("done", "failed", "cancelled")
+TERMINAL_STATES = ("done", "failed", "cancelled", "abandoned")
 
 
 class Request(Base):
@@ -103,6 +105,9 @@ class Request(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # The tssd instance that claimed it (several instances on one PostgreSQL).
     instance: Mapped[str | None] = mapped_column(String(128))
+    # How a recall reaches its path: "claim" = left as a part file for the pool's next
+    # tss-hsm call to rename into place; NULL = renamed by tssd (tssctl, ENDIT).
+    delivery: Mapped[str | None] = mapped_column(String(8))
 
     __table_args__ = (
         # At most one open request per (kind, key): what makes submit idempotent.
