@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from tssd.wire import Client, WireError
@@ -49,13 +49,16 @@ def serve_env(home: Path, db_url: str, settings: Mapping[str, str]) -> dict[str,
 
 
 def spawn_serve(
-    env: Mapping[str, str], log_path: Path, *, append: bool = False
+    env: Mapping[str, str], log_path: Path, *, append: bool = False, args: Sequence[str] = ()
 ) -> subprocess.Popen[bytes]:
-    """Start ``tssd serve`` with *env*, its output going to *log_path*."""
+    """Start ``tssd serve *args`` with *env*, its output going to *log_path*."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab" if append else "wb") as log:
         return subprocess.Popen(
-            [str(BIN / "tssd"), "serve"], env=dict(env), stdout=log, stderr=subprocess.STDOUT
+            [str(BIN / "tssd"), "serve", *args],
+            env=dict(env),
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
 
 
