@@ -27,9 +27,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from tssd.backends.base import Sink, Source
 from tssd.config import Settings
-from tssd.db.models import Kind, Request, RequestEvent, State, utcnow
-from tssd.db.polls import REPORTED
+from tssd.db.models import Kind, Request, State, utcnow
 from tssd.db.store import RequestStore
+from tssd.errors import TssdError
 from tssd.files import (
     FileSink,
     FileSource,
@@ -93,19 +93,14 @@ class Reaper:
     async def sweep(self) -> int:
         """One pass; the number of requests abandoned."""
         cutoff = utcnow() - timedelta(seconds=self.claim_timeout_s)
-        reported = (
-            select(RequestEvent.id)
-            .where(RequestEvent.request_id == Request.id, RequestEvent.reason == REPORTED)
-            .exists()
-        )
+        # delivery = 'claim' lasts until a call claims (then 'claimed'): an index range.
         stmt = (
             select(Request.id, Request.path, Request.pnfsid, Request.queue)
             .where(
-                Request.kind == Kind.RECALL.value,
-                Request.state == State.DONE.value,
                 Request.delivery == CLAIM,
+                Request.state == State.DONE.value,
                 Request.finished_at < cutoff,
-                ~reported,
+                Request.kind == Kind.RECALL.value,
             )
             .limit(1000)
         )
@@ -129,7 +124,7 @@ class Reaper:
             removed = True  # cannot be claimed through an unusable directory either
         if not removed:
             # A call renamed it (and is about to say so), or it was never there: settled.
-            with suppress(SQLAlchemyError):
+            with suppress(SQLAlchemyError, TssdError):
                 await self.store.mark_reported(request_id)
             return 0
         reason = f"no pool call claimed the file within {self.claim_timeout_s:g} s; part removed"

@@ -25,8 +25,10 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table("requests") as batch:
         batch.add_column(sa.Column("delivery", sa.String(length=8), nullable=True))
+    op.create_index("ix_requests_delivery_state", "requests", ["delivery", "state", "finished_at"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_requests_delivery_state", table_name="requests")
     with op.batch_alter_table("requests") as batch:
         batch.drop_column("delivery")

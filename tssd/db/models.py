@@ -106,7 +106,8 @@ class Request(Base):
     # The tssd instance that claimed it (several instances on one PostgreSQL).
     instance: Mapped[str | None] = mapped_column(String(128))
     # How a recall reaches its path: "claim" = left as a part file for the pool's next
-    # tss-hsm call to rename into place; NULL = renamed by tssd (tssctl, ENDIT).
+    # tss-hsm call to rename into place ("claimed" once it was); NULL = renamed by tssd
+    # (tssctl, ENDIT).
     delivery: Mapped[str | None] = mapped_column(String(8))
 
     __table_args__ = (
@@ -123,6 +124,8 @@ class Request(Base):
         Index("ix_requests_state_kind_volume", "state", "kind", "volume", "position"),
         Index("ix_requests_volume_position", "volume", "position"),
         Index("ix_requests_pnfsid", "pnfsid"),
+        # The reaper of unclaimed part files: delivery = 'claim' only until a call claims.
+        Index("ix_requests_delivery_state", "delivery", "state", "finished_at"),
     )
 
 
