@@ -103,8 +103,9 @@ def open_regular(place: Place) -> tuple[int, os.stat_result]:
     return fd, st
 
 
-def create_exclusive(parent: int, name: str, mode: int = 0o644) -> int:
-    """Create *name* in the directory *parent* for writing; whatever was there goes first.
+def create_exclusive(parent: int, name: str, mode: int = 0o666) -> int:
+    """Create *name* in *parent* for writing (mode as open() gives: the umask decides);
+    whatever was there goes first.
 
     A stale part file (a crash) or a symlink planted at its name is unlinked (unlink
     never follows a symlink), then the file is created with ``O_EXCL``: if anything
