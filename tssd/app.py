@@ -82,7 +82,7 @@ async def build_services(
         # Joins the instances sharing the database before the scheduler requeues its own.
         node = await stack.enter_async_context(cluster_node(settings.cluster, store, backend))
         drives.claims = node.claims
-        movers = FileMovers(settings)
+        movers = FileMovers(settings, store)
         runner = SessionRunner(
             store, backend, drives, retrier, metrics, sink_for=wiring.sink_for or movers.sink,
             source_for=wiring.source_for or movers.source, chunk=settings.scheduler.recall_chunk,

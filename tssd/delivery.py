@@ -16,8 +16,8 @@ first (``unlink`` here, ``rename`` in tss-hsm) wins, the other sees ``ENOENT``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from datetime import timedelta
 from pathlib import Path
 
@@ -48,7 +48,8 @@ ABANDONED_REASON = "abandoned"
 class FileMovers:
     """The sinks and sources of a daemon, confined to its pool roots (tssd.safepath)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, store: RequestStore | None = None) -> None:
+        self.store = store
         roots = PoolRoots.from_setting(effective_roots(settings.api.pool_roots, settings.home_path))
         # ENDIT directories are the operator's own configuration: in/ and out/ are roots.
         endit = tuple(d.path for d in settings.endit.directories)
@@ -62,9 +63,21 @@ class FileMovers:
         )  # fmt: skip
 
     def source(self, request: Request) -> Source:
+        store, request_id = self.store, request.id
         return FileSource(
-            request.path or "", request.size or 0, self.roots, op_timeout_s=self.op_timeout_s
-        )
+            request.path or "", request.size or 0, self.roots, op_timeout_s=self.op_timeout_s,
+            watch=(lambda: watching(store, request_id)) if store is not None else None,
+        )  # fmt: skip
+
+
+@contextmanager
+def watching(store: RequestStore, request_id: int) -> Iterator[asyncio.Event]:
+    """An event set when *request_id* finishes or is cancelled, for the ``with`` block."""
+    event = store.notifier.watch(request_id)
+    try:
+        yield event
+    finally:
+        store.notifier.unwatch(request_id, event)
 
 
 class Reaper:

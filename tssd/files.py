@@ -8,10 +8,12 @@ never stalls the event loop that also serves the API and the scheduler.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import functools
 import os
 import zlib
+from asyncio import FIRST_COMPLETED
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
@@ -53,16 +55,37 @@ def _write_error(exc: OSError, path: Path) -> DestinationUnwritable | NoSpace:
     return DestinationUnwritable(message)
 
 
-async def _bounded(timeout_s: float, what: str, func: Callable[..., T], *args: Any) -> T:
-    """Run a blocking file call in a thread; give up on it after *timeout_s*.
+async def _bounded(
+    timeout_s: float,
+    what: str,
+    func: Callable[..., T],
+    *args: Any,
+    cancel: asyncio.Event | None = None,
+) -> T:
+    """Run a blocking file call in a thread; give up on it after *timeout_s*, or as soon as
+    *cancel* is set (the request was cancelled).
 
     A thread stuck in the kernel (a hung NFS server) cannot be killed, but the session
     waiting for it can go on: the request fails and its drive is free again.
     """
+    cancelled = OSError(errno.ECANCELED, f"{what} abandoned: the request was cancelled")
+    if cancel is not None and cancel.is_set():
+        raise cancelled
+    work = asyncio.ensure_future(asyncio.to_thread(func, *args))
+    stop = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
     try:
-        return await asyncio.wait_for(asyncio.to_thread(func, *args), timeout_s)
-    except TimeoutError:
-        raise OSError(errno.ETIMEDOUT, f"{what} took longer than {timeout_s:g} s") from None
+        waiting = {work} if stop is None else {work, stop}
+        done, _ = await asyncio.wait(waiting, timeout=timeout_s, return_when=FIRST_COMPLETED)
+    finally:
+        if stop is not None:
+            stop.cancel()
+        if not work.done():
+            work.cancel()  # the thread runs on; its result is dropped
+    if stop is not None and stop in done:
+        raise cancelled
+    if work in done:
+        return work.result()
+    raise OSError(errno.ETIMEDOUT, f"{what} took longer than {timeout_s:g} s")
 
 
 class FileSink:
@@ -210,13 +233,23 @@ class FileSource:
         roots: tuple[str, ...] = (),
         *,
         op_timeout_s: float = DEFAULT_OP_TIMEOUT_S,
+        watch: Callable[[], contextlib.AbstractContextManager[asyncio.Event]] | None = None,
     ) -> None:
         self.path = Path(path)
         self.size = size
         self.roots = roots
         self.op_timeout_s = op_timeout_s
+        #: An event set when the request is cancelled: a read stuck meanwhile is dropped.
+        self.watch = watch
+        self._cancel: asyncio.Event | None = None
 
     async def chunks(self) -> AsyncIterator[bytes]:
+        with self.watch() if self.watch is not None else contextlib.nullcontext() as cancel:
+            self._cancel = cancel
+            async for data in self._chunks():
+                yield data
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
         fh = await self._open()
         try:
             total = 0
@@ -237,7 +270,9 @@ class FileSource:
 
     async def _open(self) -> BinaryIO:
         try:
-            fh, actual = await _bounded(self.op_timeout_s, "open", self._open_sync)
+            fh, actual = await _bounded(
+                self.op_timeout_s, "open", self._open_sync, cancel=self._cancel
+            )
         except OSError as exc:
             raise SourceUnreadable(f"cannot open {self.path}: {exc.strerror or exc}") from exc
         if actual != self.size:
@@ -251,7 +286,9 @@ class FileSource:
 
     async def _read(self, fh: BinaryIO) -> bytes:
         try:
-            return await _bounded(self.op_timeout_s, "read", fh.read, CHUNK_SIZE)
+            return await _bounded(
+                self.op_timeout_s, "read", fh.read, CHUNK_SIZE, cancel=self._cancel
+            )
         except OSError as exc:
             raise SourceUnreadable(f"cannot read {self.path}: {exc.strerror or exc}") from exc
 

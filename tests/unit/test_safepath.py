@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -109,3 +112,30 @@ async def test_a_stuck_file_operation_is_bounded() -> None:
         await _bounded(0.2, "read", release.wait, 30)
     release.set()
     assert stuck.value.errno == errno.ETIMEDOUT
+
+
+async def test_cancel_frees_a_stuck_file_operation_at_once() -> None:
+    release, cancel = threading.Event(), asyncio.Event()
+    asyncio.get_running_loop().call_later(0.1, cancel.set)
+    started = time.monotonic()
+    with pytest.raises(OSError) as stuck:
+        await _bounded(30.0, "read", release.wait, 30, cancel=cancel)
+    release.set()
+    assert stuck.value.errno == errno.ECANCELED
+    assert time.monotonic() - started < 5
+
+
+async def test_a_cancelled_migration_stops_reading_its_source(pool: Path) -> None:
+    (pool / "data" / "f").write_bytes(b"x" * (3 * 1024 * 1024))
+    cancel = asyncio.Event()
+
+    @contextlib.contextmanager
+    def watch() -> Iterator[asyncio.Event]:
+        yield cancel
+
+    source = FileSource(pool / "data" / "f", 3 * 1024 * 1024, (str(pool),), watch=watch)
+    chunks = source.chunks()
+    assert len(await anext(chunks)) == 1024 * 1024
+    cancel.set()  # an operator cancelled the request: the next read gives up
+    with pytest.raises(SourceUnreadable, match="cancelled"):
+        await anext(chunks)
