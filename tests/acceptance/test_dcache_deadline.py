@@ -233,3 +233,28 @@ def test_stages_past_their_deadline_leave_nothing_and_restage(
     assert sorted(p.name for p in data.iterdir() if p.name.startswith(".")) == []
     recalls = daemon.requests(kind="recall")
     assert sorted(r["state"] for r in recalls) == ["abandoned"] * 3 + ["done"] * 3
+
+
+def test_endit_file_left_in_in_without_a_request_is_removed_after_a_restart(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """ENDIT: tssd delivered ``in/<id>`` and stopped; the provider cancelled the stage
+    (request file deleted, neicnordic/dcache-endit-provider's cancel) for good. The new
+    daemon removes the file after ``endit.cancel_grace_s``; a file whose request file is
+    there stays for the provider to take."""
+    base = tmp_path / "endit"
+    for sub in ("in", "out", "request", "trash"):
+        (base / sub).mkdir(parents=True)
+    config = tmp_path / "tssd.toml"
+    config.write_text(
+        f'[endit]\nrescan_s = 0.5\ncancel_grace_s = 1.0\n[[endit.directories]]\npath = "{base}"\n'
+        'hsm_name = "pool1"\n'
+    )
+    gone, kept = pnfsid(7), pnfsid(8)
+    (base / "in" / gone).write_bytes(b"x" * 10)
+    (base / "in" / kept).write_bytes(b"y" * 10)
+    (base / "request" / kept).write_text('{"file_size": 10, "action": "recall"}')
+    daemon.extra_env["TSSD_CONFIG"] = str(config)
+    daemon.start()
+    daemon.wait_for(lambda: not (base / "in" / gone).exists(), timeout=60)
+    assert (base / "in" / kept).exists()
