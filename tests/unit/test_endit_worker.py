@@ -7,7 +7,9 @@ outcome is deterministic.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import zlib
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
@@ -309,3 +311,23 @@ async def test_stray_file_is_kept_while_its_stage_may_be_reissued(
     await worker.reconcile()
     await worker.after()
     assert (base / "in" / PNFSID).exists()  # a pool restart re-issues within the grace
+
+
+async def test_fifos_and_symlinks_in_the_directories_neither_hang_nor_leak(
+    store: RequestStore, base: Path, tmp_path: Path
+) -> None:
+    # Anyone who can write into the ENDIT directories may plant these (issue 17.1, 17.3).
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"0123456789")
+    other = f"{PNFSID[:-1]}2"
+    os.mkfifo(base / "request" / PNFSID)
+    os.mkfifo(base / "trash" / PNFSID)
+    body = {"file_size": 10, "storage_class": "atlas:tape@osm", "action": "migrate"}
+    (base / "request" / other).write_text(json.dumps(body))
+    (base / "out" / other).symlink_to(secret)
+    worker = make_worker(store, base)
+    await asyncio.wait_for(worker.reconcile(), timeout=30)
+    await asyncio.wait_for(worker.after(), timeout=30)
+    assert await requests(store, "migrate") == []
+    assert await requests(store, "remove") == []
+    assert await requests(store, "recall") == []
