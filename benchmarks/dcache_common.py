@@ -63,6 +63,8 @@ class Tssd:
             TSSD_LOG_FORMAT="json",
             TSSD_LOG_LEVEL="warning",
             TSSD_SCHEDULER_TICK_S="0.2",
+            # The benchmark's files lie beside the daemon's home (tssd is confined by default).
+            TSSD_API_POOL_ROOTS=str(self.home.parent),
         )
         env.update(self.env_extra)
         return env

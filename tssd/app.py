@@ -12,7 +12,6 @@ import signal
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import structlog
 from sqlalchemy.engine import make_url
@@ -20,18 +19,16 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tssd.activity import depth_sampler
 from tssd.api.server import start_listeners
-from tssd.backends.base import Sink, Source
 from tssd.backends.factory import create_backend
 from tssd.backpressure import Backpressure
 from tssd.clock import Clock, Offload, RealClock, in_thread
 from tssd.cluster.node import cluster_node
 from tssd.config import Settings
 from tssd.db.engine import create_engine, is_postgres, session_factory
-from tssd.db.models import Request
 from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
+from tssd.delivery import FileMovers, reaper
 from tssd.endit.service import endit_intake
-from tssd.files import FileSink, FileSource
 from tssd.health import Health
 from tssd.metrics import Metrics
 from tssd.metrics_db import database_gauges
@@ -46,21 +43,14 @@ from tssd.services import Services
 log = structlog.get_logger()
 
 
-def file_sink(request: Request) -> Sink:
-    return FileSink(Path(request.path or ""))
-
-
-def file_source(request: Request) -> Source:
-    return FileSource(Path(request.path or ""), request.size or 0)
-
-
 @dataclass(frozen=True)
 class Wiring:
     """What differs between ``tssd serve`` and ``tssd simulate``: time, data and policy."""
 
     clock: Clock = field(default_factory=RealClock)
-    sink_for: SinkFactory = file_sink
-    source_for: SourceFactory = file_source
+    #: None: files on pool disk, confined to the pool roots (tssd.delivery.FileMovers).
+    sink_for: SinkFactory | None = None
+    source_for: SourceFactory | None = None
     policy: Policy = field(default_factory=lambda: get_policy("tssd"))
     #: Drive/tape health bookkeeping and disk backpressure (off in simulations).
     guards: bool = False
@@ -94,9 +84,10 @@ async def build_services(
         # Joins the instances sharing the database before the scheduler requeues its own.
         node = await stack.enter_async_context(cluster_node(settings.cluster, store, backend))
         drives.claims = node.claims
+        movers = FileMovers(settings, store)
         runner = SessionRunner(
-            store, backend, drives, retrier, metrics, sink_for=wiring.sink_for,
-            source_for=wiring.source_for, chunk=settings.scheduler.recall_chunk,
+            store, backend, drives, retrier, metrics, sink_for=wiring.sink_for or movers.sink,
+            source_for=wiring.source_for or movers.source, chunk=settings.scheduler.recall_chunk,
             policy=wiring.policy, offload=wiring.offload,
         )  # fmt: skip
         if wiring.guards:
@@ -169,6 +160,7 @@ async def serve(settings: Settings) -> None:
         await intakes.enter_async_context(
             depth_sampler(services.drives.activity, services.store.counts)
         )
+        await intakes.enter_async_context(reaper(settings, services.store, services.metrics))
         log.info(
             "daemon.ready",
             listen=addresses,

@@ -115,6 +115,12 @@ class Metrics:
             "Tapes marked suspect after failing on several drives.",
             registry=r,
         )
+        self.recalls_abandoned_total = Counter(
+            "tssd_recalls_abandoned",
+            "Recalls whose part file no pool call claimed within delivery.claim_timeout_s "
+            "(dCache gave up): the part file was removed.",
+            registry=r,
+        )
         self.recalls_held = Gauge(
             "tssd_recalls_held",
             "File systems whose recalls wait for free space (disk backpressure).",

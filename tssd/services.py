@@ -44,7 +44,7 @@ class Services:
             if state in per_queue:
                 per_queue[state] += n
         for per_kind in counts.values():
-            for state in ("queued", "active", "done", "failed", "cancelled"):
+            for state in ("queued", "active", "done", "failed", "cancelled", "abandoned"):
                 per_kind.setdefault(state, 0)
         queue_rows = await self.store.queues()
         names = sorted(set(queues) | {q["name"] for q in queue_rows})

@@ -33,6 +33,8 @@ class SubmitSpec:
     uris: tuple[str, ...] = field(default=())
     queue: str = "default"
     priority: int = 0
+    #: "claim": a recall the pool renames into place itself (tss-hsm); None: tssd does.
+    delivery: str | None = None
 
 
 def bfid_from_uri(uri: str) -> str:
@@ -71,6 +73,7 @@ def parse_submit(body: Any, default_queue: str = "default") -> SubmitSpec:
         size=size,
         storage_class=storage_class,
         uris=uris,
+        delivery=_delivery(body.get("delivery"), kind),
         **common,
     )
 
@@ -166,3 +169,16 @@ def make_uri(
 ) -> str:
     """The URI ``tss-hsm put`` prints: dCache keeps it and hands it back on get/remove."""
     return f"{hsm_type}://{hsm_instance}/?store={store or ''}&group={group or ''}&bfid={bfid}"
+
+
+DELIVERIES = ("claim", "direct")
+
+
+def _delivery(value: Any, kind: Kind) -> str | None:
+    if value is None:
+        return None
+    if value not in DELIVERIES:
+        raise InvalidRequest('delivery must be "claim" or "direct"')
+    if kind is not Kind.RECALL:
+        raise InvalidRequest("delivery applies to recalls only")
+    return "claim" if value == "claim" else None

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from tssd.wire import Client, WireError
@@ -31,7 +31,10 @@ def serve_env(home: Path, db_url: str, settings: Mapping[str, str]) -> dict[str,
 
     TSSD_* variables of the caller's environment are dropped so that nothing leaks into
     the daemon unnoticed; *settings* are further TSSD_* variables. The metrics listener
-    is off (tests run many daemons side by side) and logs are JSON lines.
+    is off (tests run many daemons side by side) and logs are JSON lines. The directory
+    holding *home* (a test's tmp dir) is the pool root unless *settings* name others: a
+    daemon is confined by default (``$TSSD_HOME/pools``), and tests keep their files
+    beside its home.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("TSSD_")}
     env.update(
@@ -39,19 +42,23 @@ def serve_env(home: Path, db_url: str, settings: Mapping[str, str]) -> dict[str,
         TSSD_DATABASE_URL=db_url,
         TSSD_API_METRICS_TCP="",
         TSSD_LOG_FORMAT="json",
+        TSSD_API_POOL_ROOTS=str(home.parent),
     )
     env.update(settings)
     return env
 
 
 def spawn_serve(
-    env: Mapping[str, str], log_path: Path, *, append: bool = False
+    env: Mapping[str, str], log_path: Path, *, append: bool = False, args: Sequence[str] = ()
 ) -> subprocess.Popen[bytes]:
-    """Start ``tssd serve`` with *env*, its output going to *log_path*."""
+    """Start ``tssd serve *args`` with *env*, its output going to *log_path*."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab" if append else "wb") as log:
         return subprocess.Popen(
-            [str(BIN / "tssd"), "serve"], env=dict(env), stdout=log, stderr=subprocess.STDOUT
+            [str(BIN / "tssd"), "serve", *args],
+            env=dict(env),
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
 
 

@@ -30,6 +30,8 @@ class Daemon(ServeProcess):
     home: Path
     db_url: str
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: Arguments after ``tssd serve`` (e.g. ``--pool-root DIR``).
+    serve_args: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
 
@@ -53,7 +55,7 @@ class Daemon(ServeProcess):
 
     def start(self, timeout: float = 60.0) -> None:
         self.starts += 1
-        self.proc = spawn_serve(self.env, self.log_path)
+        self.proc = spawn_serve(self.env, self.log_path, args=self.serve_args)
         wait_ready(self.proc, self.socket, timeout, self.log)
 
     def client(self) -> Client:

@@ -7,7 +7,9 @@ outcome is deterministic.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import zlib
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
@@ -284,3 +286,48 @@ async def test_restart_reconciles_with_the_database(store: RequestStore, base: P
     states = {r.pnfsid: r.state for r in await requests(store, "recall")}
     assert states == {PNFSID: "cancelled", other: "queued"}
     assert len(await requests(store, "migrate")) == 1
+
+
+async def test_delivered_file_orphaned_across_a_restart_is_removed(
+    store: RequestStore, base: Path
+) -> None:
+    # tssd delivered in/<id> and stopped; dCache cancelled the stage meanwhile (the request
+    # file is gone for good). The new daemon's first full pass finds the stray file.
+    (base / "in" / PNFSID).write_bytes(b"0123456789")
+    (base / "in" / f"{PNFSID[:-1]}1").write_bytes(b"kept")
+    stage_request(base, f"{PNFSID[:-1]}1", 4)  # still requested: the plugin takes it
+    worker = make_worker(store, base, cancel_grace_s=0.0)
+    await worker.reconcile()
+    await worker.after()
+    assert not (base / "in" / PNFSID).exists()
+    assert (base / "in" / f"{PNFSID[:-1]}1").exists()
+
+
+async def test_stray_file_is_kept_while_its_stage_may_be_reissued(
+    store: RequestStore, base: Path
+) -> None:
+    (base / "in" / PNFSID).write_bytes(b"0123456789")
+    worker = make_worker(store, base, cancel_grace_s=3600.0)
+    await worker.reconcile()
+    await worker.after()
+    assert (base / "in" / PNFSID).exists()  # a pool restart re-issues within the grace
+
+
+async def test_fifos_and_symlinks_in_the_directories_neither_hang_nor_leak(
+    store: RequestStore, base: Path, tmp_path: Path
+) -> None:
+    # Anyone who can write into the ENDIT directories may plant these (issue 17.1, 17.3).
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"0123456789")
+    other = f"{PNFSID[:-1]}2"
+    os.mkfifo(base / "request" / PNFSID)
+    os.mkfifo(base / "trash" / PNFSID)
+    body = {"file_size": 10, "storage_class": "atlas:tape@osm", "action": "migrate"}
+    (base / "request" / other).write_text(json.dumps(body))
+    (base / "out" / other).symlink_to(secret)
+    worker = make_worker(store, base)
+    await asyncio.wait_for(worker.reconcile(), timeout=30)
+    await asyncio.wait_for(worker.after(), timeout=30)
+    assert await requests(store, "migrate") == []
+    assert await requests(store, "remove") == []
+    assert await requests(store, "recall") == []

@@ -499,3 +499,52 @@ def test_a_tssd_without_the_obtain_route_gets_two_round_trips(
         ("POST", "/v1/requests/obtain"), ("GET", "/v1/requests/latest"),
     ]  # fmt: skip
     assert len(fake.requests) == 1
+
+
+def recall_to_part(data: bytes) -> Finisher:
+    """A recall as tssd delivers tss-hsm's: ``.<name>.tssd-part`` beside the path."""
+
+    def finish(request: dict[str, Any]) -> None:
+        path = Path(request["path"])
+        path.with_name(f".{path.name}.tssd-part").write_bytes(data)
+        request.update(state="done", size=len(data), adler32=f"{zlib.adler32(data):08x}")
+
+    return finish
+
+
+def test_get_claims_the_part_file_and_asks_for_claim_delivery(
+    fake: FakeTssd, tmp_path: Path
+) -> None:
+    data = b"recalled bytes"
+    fake.finish = recall_to_part(data)
+    dest = tmp_path / "pool" / PNFSID
+    dest.parent.mkdir()
+    si = f"-si=size={len(data)};sClass=atlas:tape;flag-c=1:{zlib.adler32(data):08x};"
+    result = run_hsm(fake, "get", PNFSID, str(dest), si, f"-uri={URI}")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert dest.read_bytes() == data
+    assert sorted(p.name for p in dest.parent.iterdir()) == [PNFSID, PNFSID + ".crcval"]
+    [body] = fake.bodies()
+    assert body["delivery"] == "claim"
+
+
+def test_get_whose_part_file_was_taken_back_exits_1(fake: FakeTssd, tmp_path: Path) -> None:
+    # tssd removed the unclaimed part file (delivery.claim_timeout_s) just before this call.
+    fake.finish = lambda request: request.update(state="done", size=4, adler32="01de00c7")
+    dest = tmp_path / PNFSID
+    result = run_hsm(fake, "get", PNFSID, str(dest), "-si=size=4;", f"-uri={URI}")
+    assert result.returncode == 1
+    assert "part file is gone" in one_line(result.stderr)
+    assert not dest.exists()
+    assert not dest.with_name(PNFSID + ".crcval").exists()
+
+
+def test_fifo_source_exits_42_at_once_without_a_call(fake: FakeTssd, tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    result = run_hsm(fake, "put", PNFSID, str(fifo), "-si=size=10;sClass=atlas:tape;")
+    assert result.returncode == 42
+    assert "not a regular file" in one_line(result.stderr)
+    assert time.monotonic() - started < 10
+    assert fake.calls == []

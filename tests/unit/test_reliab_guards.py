@@ -28,7 +28,7 @@ from tssd.errors import (
     PermanentBackendError,
     TransientBackendError,
 )
-from tssd.files import PoolRoots
+from tssd.files import PoolRoots, effective_roots
 from tssd.health import Health
 from tssd.metrics import Metrics
 from tssd.retry import Retrier, RetryPolicy
@@ -265,7 +265,12 @@ def test_pool_roots_refuse_paths_outside(tmp_path: Path) -> None:
     (pool / "data" / "trap").symlink_to(elsewhere / "target")
     with pytest.raises(InvalidRequest):
         roots.check(str(pool / "data" / "trap"), "recall destination")
-    assert PoolRoots(()).contains("/anywhere")
+    # No roots reach nothing; a daemon without api.pool_roots has $TSSD_HOME/pools, and
+    # "/" is the explicit way to lift the confinement.
+    assert not PoolRoots(()).contains("/anywhere")
+    assert effective_roots("", tmp_path) == str(tmp_path / "pools")
+    assert effective_roots(str(pool), tmp_path) == str(pool)
+    assert PoolRoots(("/",)).contains("/anywhere")
     assert PoolRoots.from_setting(f" {pool} , {elsewhere} ").roots == (
         os.path.realpath(pool),
         os.path.realpath(elsewhere),

@@ -17,7 +17,7 @@ REQUEST = {
     "properties": {
         "id": {"type": "integer"},
         "kind": {"enum": ["recall", "migrate", "remove"]},
-        "state": {"enum": ["queued", "active", "done", "failed", "cancelled"]},
+        "state": {"enum": ["queued", "active", "done", "failed", "cancelled", "abandoned"]},
         "pnfsid": _NSTR,
         "path": _NSTR,
         "size": _NINT,
@@ -42,6 +42,7 @@ REQUEST = {
         "started_at": _NSTR,
         "finished_at": _NSTR,
         "updated_at": _STR,
+        "delivery": _NSTR,
         "eta_s": {"type": ["number", "null"], "description": "Estimated seconds until served"},
         "eta": {"type": ["string", "null"], "description": "Estimated time served (UTC)"},
     },
@@ -65,6 +66,11 @@ SUBMIT = {
         "uris": {"type": "array", "items": _STR, "maxItems": 64},
         "queue": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$"},
         "priority": {"type": "integer", "minimum": -1000000, "maximum": 1000000},
+        "delivery": {
+            "enum": ["claim", "direct"],
+            "description": "Recalls only. claim: the file is left as .<name>.tssd-part for "
+            "the caller to rename into place (tss-hsm); direct (default): tssd renames it.",
+        },
     },
     "required": ["kind"],
 }
@@ -204,7 +210,10 @@ def openapi_document() -> dict[str, Any]:
                 "summary": "List requests",
                 "operationId": "list",
                 "parameters": [
-                    _query("state", {"enum": ["queued", "active", "done", "failed", "cancelled"]}),
+                    _query(
+                        "state",
+                        {"enum": ["queued", "active", "done", "failed", "cancelled", "abandoned"]},
+                    ),
                     _query("kind", {"enum": ["recall", "migrate", "remove"]}),
                     _query("queue", _STR),
                     _query("volume", _STR),

@@ -23,7 +23,7 @@ from tssd.errors import (
     ShuttingDown,
     TssdError,
 )
-from tssd.files import PoolRoots
+from tssd.files import PoolRoots, effective_roots
 from tssd.metrics import CONTENT_TYPE
 from tssd.scheduler.explain import eta_fields, explain
 from tssd.services import Services
@@ -127,7 +127,8 @@ def _accepting(svc: Services) -> None:
 def check_paths(svc: Services, spec: SubmitSpec) -> None:
     """Recall destinations and migrate sources must lie inside api.pool_roots."""
     what = "recall destination" if spec.kind == "recall" else "migrate source"
-    PoolRoots.from_setting(svc.settings.api.pool_roots).check(spec.path, what)
+    roots = effective_roots(svc.settings.api.pool_roots, svc.settings.home_path)
+    PoolRoots.from_setting(roots).check(spec.path, what)
 
 
 async def submit(request: web.Request) -> web.Response:

@@ -45,4 +45,5 @@ def request_json(row: Request) -> dict[str, Any]:
         "started_at": iso(row.started_at),
         "finished_at": iso(row.finished_at),
         "updated_at": iso(row.updated_at),
+        "delivery": row.delivery,
     }

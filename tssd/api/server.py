@@ -24,6 +24,7 @@ from tssd.api.routes import (
     error_middleware,
 )
 from tssd.errors import ConfigError, TssdError
+from tssd.files import effective_roots
 from tssd.services import Services
 
 log = structlog.get_logger()
@@ -112,9 +113,13 @@ async def start_listeners(services: Services, stack: AsyncExitStack) -> list[str
     """Start every configured listener; the stack closes them. Returns their addresses."""
     api = services.settings.api
     addresses: list[str] = []
-    if not api.pool_roots:
-        log.warning("api.pool_roots_unset", detail="recall destinations and migrate sources "
-                    "may be anywhere the daemon can write or read")  # fmt: skip
+    roots = [r.strip() for r in effective_roots(api.pool_roots, services.settings.home_path)
+             .split(",") if r.strip()]  # fmt: skip
+    log.info("api.pool_roots", roots=roots,
+             detail="recall destinations and migrate sources must lie below these")  # fmt: skip
+    for root in roots:
+        if not os.path.isdir(root):  # once, at start: every request below it would fail
+            log.warning("api.pool_root_missing", root=root)
     runner = web.AppRunner(make_app(services), handle_signals=False, shutdown_timeout=5.0)
     await runner.setup()
     stack.push_async_callback(runner.cleanup)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
+import os
 import sys
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
@@ -18,6 +20,7 @@ import structlog
 
 from tssd.config import Settings, describe, load_settings, sample_toml, to_toml
 from tssd.errors import ConfigError, SchemaError, TssdError
+from tssd.files import effective_roots
 from tssd.logs import configure_logging
 
 log = structlog.get_logger()
@@ -33,7 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--config", metavar="PATH", help="TOML configuration file")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    sub.add_parser("serve", help="run the daemon (API, scheduler, backend)")
+    serve = sub.add_parser("serve", help="run the daemon (API, scheduler, backend)")
+    serve.add_argument(
+        "--pool-root", action="append", default=[], metavar="DIR",
+        help="also accept recall destinations and migrate sources below DIR (repeatable); "
+        "without any and without api.pool_roots only $TSSD_HOME/pools",
+    )  # fmt: skip
     config = sub.add_parser("config", help="print every setting with its value, origin and meaning")
     config.add_argument(
         "--sample", action="store_true", help="every setting commented out at its default"
@@ -100,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _simulate(args)
     try:
         if args.command == "serve":
+            settings = with_pool_roots(settings, args.pool_root)
             log.info(
                 "config.effective",
                 **{k: v for k, v, _, _ in describe(settings, origin)},
@@ -184,3 +193,13 @@ async def _db(settings: Settings, args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def with_pool_roots(settings: Settings, extra: Sequence[str]) -> Settings:
+    """The settings with ``api.pool_roots`` as enforced: configured (or ``$TSSD_HOME/pools``)
+    plus the ``--pool-root`` directories; the default root is created if missing."""
+    roots = effective_roots(settings.api.pool_roots, settings.home_path)
+    if not settings.api.pool_roots.strip():
+        Path(roots).mkdir(mode=0o750, parents=True, exist_ok=True)
+    joined = ",".join([roots, *(os.path.abspath(r) for r in extra)])
+    return dataclasses.replace(settings, api=dataclasses.replace(settings.api, pool_roots=joined))

@@ -255,7 +255,7 @@ class ProgressLine:
 
 # --- API objects ---------------------------------------------------------------------
 
-STATES = ("queued", "active", "done", "failed", "cancelled")
+STATES = ("queued", "active", "done", "failed", "cancelled", "abandoned")
 
 
 def status(data: dict[str, Any]) -> str:
@@ -281,7 +281,7 @@ def status(data: dict[str, Any]) -> str:
 
 def _counts_table(counts: dict[str, dict[str, int]]) -> str:
     rows = [[kind, *(by_state.get(s, 0) for s in STATES)] for kind, by_state in counts.items()]
-    return table(["REQUESTS", *(s.upper() for s in STATES)], rows, range(1, 6))
+    return table(["REQUESTS", *(s.upper() for s in STATES)], rows, range(1, len(STATES) + 1))
 
 
 def _queues_table(queues: list[dict[str, Any]]) -> str:

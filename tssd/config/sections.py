@@ -72,8 +72,9 @@ class ApiSettings:
         default="",
         metadata=_doc(
             "Comma-separated directories that recall destinations and migrate sources must "
-            "lie in (after resolving symlinks and '..'); empty = no restriction, with a "
-            "warning at start-up."
+            'lie in, e.g. the dCache pools\' "/srv/dcache"; tssd opens files below them '
+            "without following any symlink. Empty = only {home}/pools (plus every "
+            "'tssd serve --pool-root DIR'); \"/\" lifts the confinement."
         ),
     )
     poll_cache_s: float = field(
@@ -494,4 +495,26 @@ class LogSettings:
     level: str = field(default="info", metadata=_doc("debug, info, warning or error."))
     format: str = field(
         default="auto", metadata=_doc("json, console, or auto (console on a terminal).")
+    )
+
+
+@dataclass(frozen=True)
+class DeliverySettings:
+    """How recalled files reach the pool disk (docs/dcache.md, "Delivery")."""
+
+    claim_timeout_s: float = field(
+        default=3600.0,
+        metadata=_doc(
+            "A recall for tss-hsm is written to a part file beside its destination; the "
+            "pool's next call renames it into place. A part file no call claims within "
+            "this long is removed and its request ends 'abandoned' (dCache gave up). Must "
+            "exceed the pool's poll interval (p:delay) with room to spare."
+        ),
+    )
+    op_timeout_s: float = field(
+        default=300.0,
+        metadata=_doc(
+            "Longest one file operation on pool disk may take (open, a chunk's read or "
+            "write, fsync) before its request fails and the drive is freed."
+        ),
     )

@@ -19,6 +19,7 @@ from tssd.config.sections import (
     BackpressureSettings,
     ClusterSettings,
     DatabaseSettings,
+    DeliverySettings,
     EnditSettings,
     HealthSettings,
     LogSettings,
@@ -46,6 +47,7 @@ class Settings:
     health: HealthSettings = field(default_factory=HealthSettings)
     backpressure: BackpressureSettings = field(default_factory=BackpressureSettings)
     cluster: ClusterSettings = field(default_factory=ClusterSettings)
+    delivery: DeliverySettings = field(default_factory=DeliverySettings)
 
     @property
     def home_path(self) -> Path:

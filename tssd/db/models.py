@@ -56,6 +56,8 @@ class State(enum.StrEnum):
     DONE = "done"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    #: A recall whose part file no pool call claimed in time (delivery.claim_timeout_s).
+    ABANDONED = "abandoned"
 
     @property
     def is_open(self) -> bool:
@@ -63,7 +65,7 @@ class State(enum.StrEnum):
 
 
 OPEN_STATES = ("queued", "active")
-TERMINAL_STATES = ("done", "failed", "cancelled")
+TERMINAL_STATES = ("done", "failed", "cancelled", "abandoned")
 
 
 class Request(Base):
@@ -103,6 +105,10 @@ class Request(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # The tssd instance that claimed it (several instances on one PostgreSQL).
     instance: Mapped[str | None] = mapped_column(String(128))
+    # How a recall reaches its path: "claim" = left as a part file for the pool's next
+    # tss-hsm call to rename into place ("claimed" once it was); NULL = renamed by tssd
+    # (tssctl, ENDIT).
+    delivery: Mapped[str | None] = mapped_column(String(8))
 
     __table_args__ = (
         # At most one open request per (kind, key): what makes submit idempotent.
@@ -118,6 +124,8 @@ class Request(Base):
         Index("ix_requests_state_kind_volume", "state", "kind", "volume", "position"),
         Index("ix_requests_volume_position", "volume", "position"),
         Index("ix_requests_pnfsid", "pnfsid"),
+        # The reaper of unclaimed part files: delivery = 'claim' only until a call claims.
+        Index("ix_requests_delivery_state", "delivery", "state", "finished_at"),
     )
 
 

@@ -178,7 +178,9 @@ async def obtain(engine: AsyncEngine, spec: SubmitSpec, *, adopt_finished: bool)
 def adoptable(row: Any, path: str | None, *, adopt_finished: bool) -> bool:
     if row.state in OPEN_STATES:
         return True
-    return adopt_finished and not row.reported_ and row.path == path
+    # An abandoned recall has no file left to report: the next call starts a new one.
+    fresh = not row.reported_ and row.state != State.ABANDONED.value
+    return adopt_finished and fresh and row.path == path
 
 
 def new_request(spec: SubmitSpec) -> dict[str, Any]:
@@ -201,6 +203,7 @@ def new_request(spec: SubmitSpec) -> dict[str, Any]:
         "uri": spec.uris[0] if spec.kind.value == "remove" and spec.uris else None,
         "queue": spec.queue,
         "priority": spec.priority,
+        "delivery": spec.delivery,
         "attempts": 0,
         "created_at": now,
         "updated_at": now,

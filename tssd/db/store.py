@@ -274,6 +274,9 @@ class RequestStore:
             state = State(row.state)
             if state.is_open:
                 raise Conflict(f"request {request_id} is {row.state}: not finished")
+            if row.delivery == "claim":
+                # Its part file was claimed: off the reaper's index (tssd.delivery).
+                row.delivery = "claimed"
             await _record_events(session, [row.id], state, state, REPORTED)
         return row
 

@@ -14,11 +14,13 @@ import errno
 import hashlib
 import json
 import os
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from tssd import safepath
 from tssd.errors import DestinationUnwritable, NoSpace, SourceUnreadable
 from tssd.files import CHUNK_SIZE, TEMP_SUFFIX, adler32_hex
 from tssd.shim.names import ADLER32, PNFSID
@@ -85,11 +87,17 @@ class RequestFile:
         return (self.body or {}).get("file_size")
 
 
+def _open_regular(path: Path) -> tuple[BinaryIO, os.stat_result]:
+    """Open a protocol file for reading: no symlink, no FIFO or device (tssd.safepath)."""
+    fd, st = safepath.open_regular(safepath.Place(str(path.parent), (path.name,)))
+    return os.fdopen(fd, "rb"), st
+
+
 def read_request(paths: EnditPaths, name: str) -> RequestFile:
     path = paths.request / name
     try:
-        with path.open("rb") as fh:
-            st = os.fstat(fh.fileno())
+        fh, st = _open_regular(path)
+        with fh:
             raw = fh.read(1 << 20)
     except FileNotFoundError:
         return RequestFile(name, None)
@@ -181,11 +189,13 @@ def inspect_out(
     """
     path = paths.out / name
     try:
-        st = path.stat()
+        st = path.lstat()
     except FileNotFoundError:
         return None
     except OSError as exc:
         return SourceUnreadable(f"cannot stat {path}: {exc.strerror or exc}")
+    if not stat.S_ISREG(st.st_mode):  # a symlink, FIFO or device is never flushed
+        return SourceUnreadable(f"{path} is not a regular file")
     body = body or {}
     expected = body.get("file_size")
     if isinstance(expected, int) and expected != st.st_size:
@@ -209,7 +219,8 @@ def inspect_out(
 def _checksums(path: Path, algorithm: str | None) -> tuple[str, str | None]:
     adler = zlib.adler32(b"")
     digest = hashlib.new(algorithm) if algorithm else None
-    with path.open("rb") as fh:
+    fh, _ = _open_regular(path)
+    with fh:
         while chunk := fh.read(CHUNK_SIZE):
             adler = zlib.adler32(chunk, adler)
             if digest is not None:
@@ -220,9 +231,11 @@ def _checksums(path: Path, algorithm: str | None) -> tuple[str, str | None]:
 def read_trash(paths: EnditPaths, name: str) -> str | None:
     """The URI in ``trash/<name>``; None if it is gone."""
     try:
-        return (paths.trash / name).read_text(encoding="utf-8", errors="replace").strip()
-    except FileNotFoundError:
-        return None
+        fh, _ = _open_regular(paths.trash / name)
+    except (FileNotFoundError, safepath.UnsafePath):
+        return None  # gone, or a symlink, FIFO or device: never a URI the plugin wrote
+    with fh:
+        return fh.read(1 << 16).decode("utf-8", errors="replace").strip()
 
 
 def free_bytes(directory: Path) -> tuple[int, int]:

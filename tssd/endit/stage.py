@@ -116,6 +116,16 @@ class StageBook:
         for name in [n for n in (*self.tracked, *self.waiting) if n not in present]:
             self.gone(name)
 
+    def strays(self, names: set[str]) -> None:
+        """Files in ``in/`` without a request file: orphans, even ones from before a restart.
+
+        Removed when their request file stays away for the grace period (a stage dCache
+        cancelled for good leaves nothing in ``in/``); a re-issued stage takes them.
+        """
+        for name in names:
+            if name not in self.tracked and name not in self.waiting:
+                self.orphans.setdefault(name, self.now())
+
     def adopt(self, row: Request, name: str) -> None:
         """An open recall of this directory found in the database (after a restart)."""
         if name in self.tracked:

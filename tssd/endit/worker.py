@@ -116,9 +116,12 @@ class DirectoryWorker:
         await self._adopt_open()
         paths = self.ctx.paths
         listing = await in_thread(
-            lambda: {s: protocol.list_names(paths.base / s) for s in ("request", "out", "trash")}
+            lambda: {
+                s: protocol.list_names(paths.base / s) for s in ("request", "out", "trash", "in")
+            }
         )
         self.stages.absent(listing["request"])
+        self.stages.strays(listing.pop("in") - listing["request"])
         await self.flushes.vanished(listing["out"])
         await self.handle(listing)
 

@@ -24,7 +24,7 @@ from tssd.db.models import Request, utcnow
 if TYPE_CHECKING:
     from tssd.scheduler.core import Scheduler
 
-FINISHED = ("done", "failed", "cancelled")
+FINISHED = ("done", "failed", "cancelled", "abandoned")
 
 
 def explain(scheduler: Scheduler, row: Request) -> dict[str, Any]:

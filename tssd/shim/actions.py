@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import sys
 import time
 
@@ -45,7 +46,10 @@ if TYPE_CHECKING:
 # dCache never retries 30-39 and disables the pool on 41-43 for a get, so only the codes the
 # API documents pass through; anything else a daemon might invent becomes a retryable 1.
 PASS_THROUGH = frozenset({EXIT_PERMANENT, 32, EXIT_NO_SPACE, EXIT_READ, EXIT_WRITE})
-FINISHED = frozenset({"done", "failed", "cancelled"})
+FINISHED = frozenset({"done", "failed", "cancelled", "abandoned"})
+# tssd writes a recall beside its destination under this name; the call that reports the
+# recall renames it into place (docs/dcache.md, "Delivery"). Same as tssd.files.
+PART_SUFFIX = ".tssd-part"
 WAIT_S = 30
 # The HTTP read must outlive the server-side wait, or every quiet wait looks like an outage.
 WAIT_READ_S = WAIT_S + 30
@@ -93,10 +97,14 @@ def do_get(client: wire.Client, call: Call, transfer: Transfer) -> int:
 
     def delivered(request: Request) -> bool:
         size = request.get("size")
-        try:
-            return os.stat(path).st_size == (size if type(size) is int else transfer.si.size)
-        except OSError:
-            return False
+        expected = size if type(size) is int else transfer.si.size
+        for candidate in (part_path(path), path):
+            try:
+                if os.stat(candidate).st_size == expected:
+                    return True
+            except OSError:
+                pass
+        return False
 
     body = get_body(call, transfer, path)
     request = settle(client, obtain(client, body, path, delivered), call.options)
@@ -207,14 +215,20 @@ def mark_reported(client: wire.Client, request_id: int) -> None:
 
 
 def check_source(path: str, size: int) -> None:
+    # O_NONBLOCK: a FIFO must not make this call wait for a writer; O_NOFOLLOW: a pool's
+    # replica is never a symlink, so one here was planted.
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, flags)
     except OSError as exc:
         raise HsmExit(EXIT_READ, f"cannot read source {path}: {exc.strerror or exc}") from exc
     try:
-        actual = os.fstat(fd).st_size
+        st = os.fstat(fd)
     finally:
         os.close(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise HsmExit(EXIT_READ, f"source {path} is not a regular file")
+    actual = st.st_size
     if actual != size:
         raise HsmExit(
             EXIT_READ, f"source {path} has {actual} bytes but the storage info says {size}"
@@ -229,8 +243,37 @@ def check_destination(path: str) -> None:
         raise HsmExit(EXIT_WRITE, f"destination directory {directory} is not writable")
 
 
+def part_path(path: str) -> str:
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}{PART_SUFFIX}")
+
+
+def claim_part(request: Request, path: str) -> None:
+    """Rename tssd's part file into place: the file appears only through this call.
+
+    Either this rename or tssd's removal of an unclaimed part file wins; losing means the
+    recall was abandoned (exit 1: dCache retries with a new recall). A part file already
+    renamed by an earlier call of this stage leaves the file in place (checked next).
+    """
+    if request.get("delivery") != "claim":
+        return
+    try:
+        os.rename(part_path(path), path)
+    except FileNotFoundError:
+        if not os.path.lexists(path):
+            raise HsmExit(
+                EXIT_OTHER,
+                f"request {request['id']} finished but its part file is gone "
+                "(abandoned: unclaimed for longer than tssd's delivery.claim_timeout_s)",
+            ) from None
+    except OSError as exc:
+        code = EXIT_NO_SPACE if exc.errno == errno.ENOSPC else EXIT_WRITE
+        raise HsmExit(code, f"cannot rename the recalled file to {path}: {exc.strerror}") from exc
+
+
 def finish_recall(request: Request, path: str, si: StorageInfo) -> None:
     size, actual = request.get("size"), request.get("adler32")
+    claim_part(request, path)
     check_delivered(request["id"], path, size if type(size) is int else si.size)
     if not isinstance(actual, str) or not is_hex(actual, 8):
         raise HsmExit(EXIT_OTHER, f"request {request['id']} is done but reports no adler32")
@@ -306,7 +349,8 @@ def _file_body(kind: str, call: Call, transfer: Transfer, path: str) -> Request:
 def get_body(call: Call, transfer: Transfer, path: str) -> Request:
     # Without -uri= the storage info's own locations are the best hints there are.
     hints = [location.uri for location in call.uris] or list(transfer.si.locations)
-    return _compact({**_file_body("recall", call, transfer, path), "uris": hints or None})
+    body = {**_file_body("recall", call, transfer, path), "uris": hints or None}
+    return _compact({**body, "delivery": "claim"})
 
 
 def remove_body(call: Call, location: Location) -> Request:
@@ -399,6 +443,8 @@ def ensure_done(request: Request) -> None:
         raise HsmExit(code, f"request {request_id} failed: {reason}")
     if state == "cancelled":
         raise HsmExit(EXIT_OTHER, f"request {request_id} was cancelled in tssd")
+    if state == "abandoned":
+        raise HsmExit(EXIT_OTHER, f"request {request_id} was abandoned: nobody claimed its file")
     raise HsmExit(EXIT_OTHER, f"request {request_id} is in unexpected state {state!r}")
 
 

@@ -1,0 +1,167 @@
+"""Delivery of recalled files to pool disk, and the bound on unclaimed part files.
+
+A recall submitted by ``tss-hsm`` (``delivery = "claim"``) is written to
+``.<name>.tssd-part`` beside its destination and stays there: the pool's next call (the
+poll, or the waiting block-mode script), which runs as the pool's user, renames it into
+place and writes ``.crcval``. So the file appears at its path only through a call of the
+pool, never after dCache has given up on the stage (deadline, admin cancel, pool
+shutdown: dCache then deletes the replica and may stage it again, docs/dcache.md).
+
+:class:`Reaper` removes a part file that no call claimed within
+``delivery.claim_timeout_s`` and ends its request ``abandoned``. The race between the
+reaper and a late claim is settled by the file system: whoever removes the part file
+first (``unlink`` here, ``rename`` in tss-hsm) wins, the other sees ``ENOENT``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
+from datetime import timedelta
+from pathlib import Path
+
+import structlog
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+
+from tssd.backends.base import Sink, Source
+from tssd.config import Settings
+from tssd.db.models import Kind, Request, State, utcnow
+from tssd.db.store import RequestStore
+from tssd.errors import TssdError
+from tssd.files import (
+    FileSink,
+    FileSource,
+    PoolRoots,
+    effective_roots,
+    temp_path_for,
+    unlink_confined,
+)
+from tssd.metrics import Metrics
+
+log = structlog.get_logger()
+CLAIM = "claim"
+ABANDONED_REASON = "abandoned"
+
+
+class FileMovers:
+    """The sinks and sources of a daemon, confined to its pool roots (tssd.safepath)."""
+
+    def __init__(self, settings: Settings, store: RequestStore | None = None) -> None:
+        self.store = store
+        roots = PoolRoots.from_setting(effective_roots(settings.api.pool_roots, settings.home_path))
+        # ENDIT directories are the operator's own configuration: in/ and out/ are roots.
+        endit = tuple(d.path for d in settings.endit.directories)
+        self.roots = tuple(dict.fromkeys((*roots.paths, *PoolRoots(endit).paths)))
+        self.op_timeout_s = settings.delivery.op_timeout_s
+
+    def sink(self, request: Request) -> Sink:
+        return FileSink(
+            request.path or "", self.roots, claim=request.delivery == CLAIM,
+            op_timeout_s=self.op_timeout_s,
+        )  # fmt: skip
+
+    def source(self, request: Request) -> Source:
+        store, request_id = self.store, request.id
+        return FileSource(
+            request.path or "", request.size or 0, self.roots, op_timeout_s=self.op_timeout_s,
+            watch=(lambda: watching(store, request_id)) if store is not None else None,
+        )  # fmt: skip
+
+
+@contextmanager
+def watching(store: RequestStore, request_id: int) -> Iterator[asyncio.Event]:
+    """An event set when *request_id* finishes or is cancelled, for the ``with`` block."""
+    event = store.notifier.watch(request_id)
+    try:
+        yield event
+    finally:
+        store.notifier.unwatch(request_id, event)
+
+
+class Reaper:
+    """Ends recalls whose part file waited longer than the claim bound (module docstring)."""
+
+    def __init__(
+        self, store: RequestStore, movers: FileMovers, metrics: Metrics, claim_timeout_s: float
+    ) -> None:
+        self.store = store
+        self.movers = movers
+        self.metrics = metrics
+        self.claim_timeout_s = claim_timeout_s
+
+    @property
+    def every_s(self) -> float:
+        return max(0.2, min(30.0, self.claim_timeout_s / 4))
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.sweep()
+            except SQLAlchemyError as exc:  # the next sweep tries again
+                log.warning("delivery.sweep_failed", error=str(exc))
+            await asyncio.sleep(self.every_s)
+
+    async def sweep(self) -> int:
+        """One pass; the number of requests abandoned."""
+        cutoff = utcnow() - timedelta(seconds=self.claim_timeout_s)
+        # delivery = 'claim' lasts until a call claims (then 'claimed'): an index range.
+        stmt = (
+            select(Request.id, Request.path, Request.pnfsid, Request.queue)
+            .where(
+                Request.delivery == CLAIM,
+                Request.state == State.DONE.value,
+                Request.finished_at < cutoff,
+                Request.kind == Kind.RECALL.value,
+            )
+            .limit(1000)
+        )
+        async with self.store.sessions() as session:
+            rows = (await session.execute(stmt)).all()
+        abandoned = 0
+        for request_id, path, pnfsid, queue in rows:
+            abandoned += await self._settle(request_id, path or "", pnfsid, queue)
+        return abandoned
+
+    async def _settle(self, request_id: int, path: str, pnfsid: str | None, queue: str) -> int:
+        part = temp_path_for(Path(path))
+        try:
+            removed = await asyncio.wait_for(
+                asyncio.to_thread(unlink_confined, part, part.name, self.movers.roots),
+                self.movers.op_timeout_s,
+            )
+        except (OSError, TimeoutError) as exc:
+            log.warning("delivery.unlink_failed", request_id=request_id, path=str(part),
+                        error=str(exc))  # fmt: skip
+            removed = True  # cannot be claimed through an unusable directory either
+        if not removed:
+            # A call renamed it (and is about to say so), or it was never there: settled.
+            with suppress(SQLAlchemyError, TssdError):
+                await self.store.mark_reported(request_id)
+            return 0
+        reason = f"no pool call claimed the file within {self.claim_timeout_s:g} s; part removed"
+        moved = await self.store.transition(
+            [request_id], (State.DONE,), State.ABANDONED, reason=ABANDONED_REASON,
+            values={"error": reason},
+        )  # fmt: skip
+        if moved:
+            self.metrics.recalls_abandoned_total.inc()
+            log.warning("delivery.abandoned", request_id=request_id, pnfsid=pnfsid, queue=queue,
+                        path=path, claim_timeout_s=self.claim_timeout_s)  # fmt: skip
+        return len(moved)
+
+
+@asynccontextmanager
+async def reaper(
+    settings: Settings, store: RequestStore, metrics: Metrics
+) -> AsyncIterator[Reaper]:
+    """Run the :class:`Reaper` for the duration of the ``async with`` block."""
+    job = Reaper(store, FileMovers(settings), metrics, settings.delivery.claim_timeout_s)
+    task = asyncio.create_task(job.run(), name="delivery-reaper")
+    try:
+        yield job
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
