@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from pathlib import Path
@@ -78,3 +79,19 @@ def test_remove_of_an_endit_uri_removes_the_copy(daemon: Daemon, tmp_path: Path)
     assert caught.value.status == 404
     # Removing it again (dCache repeats removes) still succeeds.
     assert daemon.run(FAST, "remove", f"-uri={endit_uri}", *options(daemon)).returncode == 0
+
+
+def test_serve_as_root_warns_at_start_and_in_status(daemon: Daemon) -> None:
+    """ENDIT's ``startup/systemd/endit-retriever.service`` runs as ``User=dcache``: the
+    pool's user. A tssd started as root says so, and still serves."""
+    daemon.start()
+    status = daemon.ctl("status")
+    assert status.returncode == 0, status.stderr
+    warned = [e for e in daemon.events() if e.get("event") == "daemon.runs_as_root"]
+    if os.geteuid() == 0:
+        assert "WARNING: tssd runs as root" in status.stdout
+        assert "pool's user" in status.stdout
+        assert len(warned) == 1 and warned[0]["level"] == "warning"
+    else:
+        assert "WARNING" not in status.stdout
+        assert warned == []

@@ -35,9 +35,11 @@ from test_hsm_fake_daemon import (
     start_hsm,
 )
 
+from tssd.cli.render import status as render_status
 from tssd.endit.protocol import EnditPaths, err_code, write_error
 from tssd.errors import AccessDenied, DestinationUnwritable, NoSpace, SourceUnreadable
 from tssd.files import FileSink, FileSource
+from tssd.ownership import ROOT_WARNING, ownership_warnings
 
 
 @pytest.fixture
@@ -181,3 +183,10 @@ def test_endit_err_codes(tmp_path: Path, failed_with: int, written: int) -> None
     write_error(paths, PNFSID, failed_with, "tape\nunreadable")
     assert err_code(failed_with) == written
     assert (paths.request / f"{PNFSID}.err").read_text() == f"{written}\ntape unreadable\n"
+
+
+def test_ownership_warning_only_for_root() -> None:
+    assert ownership_warnings(0) == [ROOT_WARNING]
+    assert ownership_warnings(1000) == []
+    text = render_status({"version": "x", "warnings": [ROOT_WARNING]})
+    assert f"WARNING: {ROOT_WARNING}" in text.splitlines()[1]

@@ -265,6 +265,9 @@ def status(data: dict[str, Any]) -> str:
         f"  backend {data.get('backend', '?')}  database {data.get('database', '?')}"
         f"  {accepting}"
     )
+    warnings = data.get("warnings") or []
+    if isinstance(warnings, list):
+        head += "".join(f"\nWARNING: {w}" for w in warnings)
     throughput = data.get("throughput") or {}
     last_minute = throughput.get("bytes_last_minute")
     rate = human_rate(last_minute / 60 if last_minute is not None else None)
