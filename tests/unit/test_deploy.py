@@ -225,3 +225,13 @@ def test_unit_runs_as_the_pool_user() -> None:
     settings = unit_settings()
     assert (settings["User"], settings["Group"]) == ("dcache", "dcache")
     assert "pool's user" in (DEPLOY / "tssd.service").read_text()
+
+
+def test_docs_show_the_deploy_lines() -> None:
+    """docs/dcache.md has the endit section, and its pool lines are the deploy file's."""
+    docs = (DEPLOY.parent / "docs" / "dcache.md").read_text()
+    assert "## The endit provider" in docs and "[[endit.directories]]" in docs
+    for words in admin_lines():
+        if words[:2] == ["hsm", "create"]:
+            assert shlex.join(words) in docs, words
+    assert "rh set timeout 600\n" not in docs
