@@ -79,7 +79,7 @@ def test_poll_mode_with_tssd_shutting_down_exits_72(sock: Path, tmp_path: Path) 
     finally:
         fake.stop()
     assert (result.returncode, result.stdout) == (72, "")
-    assert "restarting" in one_line(result.stderr)
+    assert "tssd unavailable (stopping)" in one_line(result.stderr)
 
 
 def test_block_mode_waits_for_tssd_to_come_back(sock: Path, tmp_path: Path) -> None:

@@ -190,9 +190,9 @@ def post_obtain(client: wire.Client, body: Request) -> Request | None:
 
 
 def restarting(exc: wire.ApiError) -> None:
-    """503: tssd is shutting down, i.e. about to restart."""
+    """503: tssd is shutting down (about to restart) or has lost its database for now."""
     if exc.status == 503:
-        raise Unreachable(f"tssd is restarting: {exc.message}") from exc
+        raise Unreachable(f"tssd unavailable ({exc.message})") from exc
 
 
 def legacy_obtain(
