@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import signal
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import Daemon, Result
+from conftest import BIN, Daemon, Result
 from test_dcache_hsm import FAST, a_file, dcache_si, get_args, options, pnfsid
 
 from tssd.testing import adler32_file
@@ -228,3 +229,37 @@ def test_reissued_put_after_its_copy_was_removed_writes_again(
     assert again.returncode == 0, again.stderr
     assert again.stdout != first.stdout
     assert len(daemon.requests(kind="migrate")) == 2
+
+
+def test_block_mode_get_issued_while_tssd_restarts_three_times(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """Block mode: a call that finds tssd down waits for it, and a waiting call reconnects."""
+    daemon.extra_env.update(TSSD_SIM_TIME_SCALE="0.05")
+    daemon.start()
+    pid, path, adler = a_file(tmp_path / "pool", 9, 200_003)
+    put = daemon.run(FAST, "put", pid, str(path), f"-si={dcache_si(200_003, adler)}",
+                     *options(daemon))  # fmt: skip
+    assert put.returncode == 0, put.stderr
+    dest = tmp_path / "restore" / pid
+    dest.parent.mkdir()
+    args = [*get_args(pid, dest, 200_003, adler, put.stdout.strip()), *options(daemon)]
+    daemon.stop(signal.SIGKILL)
+    proc = subprocess.Popen([str(BIN / FAST), *args], env=daemon.env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        for _ in range(3):
+            time.sleep(0.7)  # the call finds nobody there
+            daemon.start()
+            daemon.wait_for(lambda: len(daemon.requests(kind="recall")) == 1)
+            daemon.stop(signal.SIGKILL)
+        daemon.start()
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert (proc.returncode, stdout) == (0, ""), stderr
+    assert all(line.startswith("tss-hsm: ") for line in stderr.splitlines())
+    assert "lost tssd" in stderr and "reconnected" in stderr
+    assert dest.read_bytes() == path.read_bytes()
+    [recall] = daemon.requests(kind="recall")
+    assert recall["state"] == "done"
