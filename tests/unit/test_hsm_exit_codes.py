@@ -40,6 +40,8 @@ from tssd.endit.protocol import EnditPaths, err_code, write_error
 from tssd.errors import AccessDenied, DestinationUnwritable, NoSpace, SourceUnreadable
 from tssd.files import FileSink, FileSource
 from tssd.ownership import ROOT_WARNING, ownership_warnings
+from tssd.shim import client as wire
+from tssd.shim.actions import Unreachable, unreachable
 
 
 @pytest.fixture
@@ -190,3 +192,19 @@ def test_ownership_warning_only_for_root() -> None:
     assert ownership_warnings(1000) == []
     text = render_status({"version": "x", "warnings": [ROOT_WARNING]})
     assert f"WARNING: {ROOT_WARNING}" in text.splitlines()[1]
+
+
+def test_a_socket_the_pool_user_may_not_open_is_1_not_72() -> None:
+    """EACCES on connect is a setup fault that no restart heals: exit 1 in either mode."""
+    try:
+        try:
+            raise PermissionError(errno.EACCES, "Permission denied")
+        except OSError as exc:
+            raise wire.WireError("tssd unreachable at /run/tssd/tssd.sock") from exc
+    except wire.WireError as exc:
+        denied = unreachable(exc)
+    assert not isinstance(denied, Unreachable)
+    assert denied.code == 1 and "api.socket_group" in denied.message
+    refused = wire.WireError("tssd unreachable")
+    refused.__cause__ = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+    assert isinstance(unreachable(refused), Unreachable)

@@ -185,8 +185,16 @@ def post_obtain(client: wire.Client, body: Request) -> Request | None:
         restarting(exc)
         raise
     except wire.WireError as exc:
-        raise Unreachable(str(exc)) from exc
+        raise unreachable(exc) from exc
     return request_of(answer)
+
+
+def unreachable(exc: wire.WireError) -> HsmExit:
+    """tssd away is "not yet"; a socket the pool's user may not open is a setup fault (1)."""
+    cause = exc.__cause__
+    if isinstance(cause, OSError) and cause.errno in (errno.EACCES, errno.EPERM):
+        return HsmExit(EXIT_OTHER, f"{exc} (add the pool's user to api.socket_group)")
+    return Unreachable(str(exc))
 
 
 def restarting(exc: wire.ApiError) -> None:
@@ -221,7 +229,7 @@ def latest(client: wire.Client, kind: str, pnfsid: str) -> tuple[Request, bool] 
         restarting(exc)
         raise
     except wire.WireError as exc:
-        raise Unreachable(str(exc)) from exc
+        raise unreachable(exc) from exc
     return request_of(answer), answer.get("reported") is True
 
 
@@ -376,7 +384,7 @@ def submit(client: wire.Client, body: Request) -> Request:
         restarting(exc)
         raise
     except wire.WireError as exc:
-        raise Unreachable(str(exc)) from exc
+        raise unreachable(exc) from exc
     return request_of(answer)
 
 
