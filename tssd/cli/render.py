@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import shutil
 import sys
+import textwrap
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -267,7 +268,9 @@ def status(data: dict[str, Any]) -> str:
     )
     warnings = data.get("warnings") or []
     if isinstance(warnings, list):
-        head += "".join(f"\nWARNING: {w}" for w in warnings)
+        for warning in warnings:
+            # Every line of tssctl's output fits 100 columns.
+            head += "\n" + textwrap.fill(f"WARNING: {warning}", 100, subsequent_indent="  ")
     throughput = data.get("throughput") or {}
     last_minute = throughput.get("bytes_last_minute")
     rate = human_rate(last_minute / 60 if last_minute is not None else None)
