@@ -39,8 +39,10 @@ from tssd.testing import adler32_file
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 FILES = 80
-SLOTS = 8  # c:puts / c:gets
-P_DELAY_S = 0.2  # p:delay
+# c:puts / c:gets, and p:delay: 80 pending calls every 2 s keep a core busy (one
+# interpreter start each); more would starve the restarting tssd of the shared CPU.
+SLOTS = 4
+P_DELAY_S = 2.0
 TIMEOUT_S = 600.0  # rh / st set timeout: covers the whole run, restarts included
 
 
@@ -130,7 +132,7 @@ class Killer:
         self.daemon.stop(signal.SIGKILL)
         self.kills += 1
         time.sleep(self.down_s)  # calls meanwhile find nobody there
-        self.daemon.start()
+        self.daemon.start(timeout=240)
 
     def join(self) -> None:
         for thread in self.threads:
@@ -250,11 +252,11 @@ def test_block_mode_get_issued_while_tssd_restarts_three_times(
     try:
         for _ in range(3):
             time.sleep(0.7)  # the call finds nobody there
-            daemon.start()
+            daemon.start(timeout=240)
             daemon.wait_for(lambda: len(daemon.requests(kind="recall")) == 1)
             daemon.stop(signal.SIGKILL)
-        daemon.start()
-        stdout, stderr = proc.communicate(timeout=120)
+        daemon.start(timeout=240)
+        stdout, stderr = proc.communicate(timeout=240)
     finally:
         proc.kill()
     assert (proc.returncode, stdout) == (0, ""), stderr
