@@ -32,6 +32,7 @@ from tssd.endit.service import endit_intake
 from tssd.health import Health
 from tssd.metrics import Metrics
 from tssd.metrics_db import database_gauges
+from tssd.ownership import ownership_warnings
 from tssd.retry import Retrier, RetryPolicy
 from tssd.scheduler.core import Scheduler
 from tssd.scheduler.drives import DriveManager
@@ -147,6 +148,9 @@ async def serve(settings: Settings) -> None:
         loop.add_signal_handler(sig, stop.set)
     wiring = Wiring(guards=True)
     async with build_services(settings, wiring) as services, AsyncExitStack() as listeners:
+        services.warnings.extend(ownership_warnings())
+        for warning in services.warnings:
+            log.warning("daemon.runs_as_root", warning=warning)
         await services.scheduler.start()
         addresses = await start_listeners(services, listeners)
         task = asyncio.create_task(services.scheduler.run(), name="scheduler")

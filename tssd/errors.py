@@ -104,5 +104,13 @@ class NoSpace(DataError):
     exit_code = 41
 
 
+class AccessDenied(DataError):
+    """tssd's own user may not read or write a pool path (EACCES, EPERM).
+
+    A fault of how tssd is installed (it must run as the pool's user), not of the pool's
+    disk: exit code 1, which dCache retries, and never 41-43, which disable the pool.
+    """
+
+
 class DatabaseUnavailable(TssdError):
     """The database cannot be reached or opened (server down, bad credentials, no file)."""

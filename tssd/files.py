@@ -21,7 +21,13 @@ from typing import Any, BinaryIO, TypeVar
 import structlog
 
 from tssd import safepath
-from tssd.errors import DestinationUnwritable, InvalidRequest, NoSpace, SourceUnreadable
+from tssd.errors import (
+    AccessDenied,
+    DestinationUnwritable,
+    InvalidRequest,
+    NoSpace,
+    SourceUnreadable,
+)
 
 CHUNK_SIZE = 1024 * 1024
 TEMP_SUFFIX = ".tssd-part"
@@ -34,6 +40,7 @@ DEFAULT_POOLS_DIR = "pools"
 T = TypeVar("T")
 
 _NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+_DENIED = frozenset({errno.EACCES, errno.EPERM})
 
 log = structlog.get_logger()
 
@@ -48,10 +55,12 @@ def temp_path_for(path: Path) -> Path:
     return path.with_name(f".{path.name}{TEMP_SUFFIX}")
 
 
-def _write_error(exc: OSError, path: Path) -> DestinationUnwritable | NoSpace:
+def _write_error(exc: OSError, path: Path) -> DestinationUnwritable | NoSpace | AccessDenied:
     message = f"cannot write {path}: {exc.strerror or exc}"
     if exc.errno in _NO_SPACE:
         return NoSpace(message)
+    if exc.errno in _DENIED:
+        return AccessDenied(message)
     return DestinationUnwritable(message)
 
 
@@ -274,7 +283,10 @@ class FileSource:
                 self.op_timeout_s, "open", self._open_sync, cancel=self._cancel
             )
         except OSError as exc:
-            raise SourceUnreadable(f"cannot open {self.path}: {exc.strerror or exc}") from exc
+            message = f"cannot open {self.path}: {exc.strerror or exc}"
+            if exc.errno in _DENIED:
+                raise AccessDenied(message) from exc
+            raise SourceUnreadable(message) from exc
         if actual != self.size:
             fh.close()
             raise SourceUnreadable(f"{self.path} has {actual} bytes, expected {self.size}")

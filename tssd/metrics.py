@@ -156,6 +156,43 @@ class Metrics:
             "Most mounts of any one tape in the last 24 hours (tssctl tapes list names it).",
             registry=r,
         )
+        self.endit = EnditMetrics(r)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class EnditMetrics:
+    """The ENDIT intake (tssd/endit/), by configured base directory (one per pool)."""
+
+    def __init__(self, r: CollectorRegistry) -> None:
+        self.requests_seen = Counter(
+            "tssd_endit_requests_seen",
+            "ENDIT files taken up as new tssd requests, by action (recall, migrate, remove).",
+            ["directory", "action"],
+            registry=r,
+        )
+        self.stages_delivered = Counter(
+            "tssd_endit_stages_delivered",
+            "Recalled files delivered into in/ with the requested size.",
+            ["directory"],
+            registry=r,
+        )
+        self.flushes_acknowledged = Counter(
+            "tssd_endit_flushes_acknowledged",
+            "Flushes acknowledged to the plugin (out/<id> unlinked once the file is on tape).",
+            ["directory"],
+            registry=r,
+        )
+        self.errors_written = Counter(
+            "tssd_endit_errors_written",
+            "Failed stages reported through request/<id>.err, by the code written.",
+            ["directory", "code"],
+            registry=r,
+        )
+        self.stages_paused = Gauge(
+            "tssd_endit_stages_paused",
+            "Stages waiting for free space in in/ (endit.min_free_percent, min_free_bytes).",
+            ["directory"],
+            registry=r,
+        )

@@ -31,6 +31,8 @@ class Services:
     accepting: bool = True
     #: The instances sharing the database (tssd.cluster); None in bare test wiring.
     cluster: Node | None = None
+    #: Operator warnings shown by ``tssctl status`` (e.g. tssd runs as root).
+    warnings: list[str] = field(default_factory=list)
     started_at: datetime = field(default_factory=utcnow)
     _started_mono: float = field(default_factory=time.monotonic)
 
@@ -56,6 +58,7 @@ class Services:
             "backend": self.backend.name,
             "database": self.database,
             "accepting": self.accepting,
+            "warnings": list(self.warnings),
             "counts": counts,
             "queues": [
                 {

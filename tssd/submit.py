@@ -47,6 +47,20 @@ def bfid_from_uri(uri: str) -> str:
     return values[0]
 
 
+#: dCache prints a missing OSM tag as ``<Unknown>`` (``OSMStorageInfo``: a directory without
+#: ``OSMTemplate`` tags gives ``store=<Unknown>;group=<Unknown>``). tssd files such a file
+#: under the name ``unknown`` instead: ``<Unknown>:<Unknown>`` becomes ``unknown:unknown``.
+UNKNOWN_TAG = "<Unknown>"
+UNKNOWN_NAME = "unknown"
+
+
+def untagged(value: Any) -> Any:
+    """*value* with dCache's ``<Unknown>`` tag placeholder replaced by ``unknown``."""
+    if isinstance(value, str) and UNKNOWN_TAG in value:
+        return value.replace(UNKNOWN_TAG, UNKNOWN_NAME)
+    return value
+
+
 def parse_submit(body: Any, default_queue: str = "default") -> SubmitSpec:
     """Validate one submitted request (a decoded JSON object)."""
     if not isinstance(body, dict):
@@ -61,7 +75,9 @@ def parse_submit(body: Any, default_queue: str = "default") -> SubmitSpec:
     pnfsid = _pnfsid(body.get("pnfsid"))
     path = _path(body.get("path"))
     size = _size(body.get("size"), required=kind is Kind.MIGRATE)
-    storage_class = _name(body.get("storage_class"), "storage_class", required=kind is Kind.MIGRATE)
+    storage_class = _name(
+        untagged(body.get("storage_class")), "storage_class", required=kind is Kind.MIGRATE
+    )
     uris = _uris(body.get("uris"))
     for uri in uris:
         bfid_from_uri(uri)
@@ -116,8 +132,8 @@ def _common_fields(body: dict[str, Any], default_queue: str) -> dict[str, Any]:
         "checksum": checksum,
         "hsm_type": _name(body.get("hsm_type"), "hsm_type") or "osm",
         "hsm_instance": _name(body.get("hsm_instance"), "hsm_instance") or "osm",
-        "store": _name(body.get("store"), "store"),
-        "group": _name(body.get("group"), "group"),
+        "store": _name(untagged(body.get("store")), "store"),
+        "group": _name(untagged(body.get("group")), "group"),
     }
 
 

@@ -67,8 +67,14 @@ def test_bad_input_leaves_tssd_running_and_records_nothing(daemon: Daemon, tmp_p
 def test_tssd_not_running(daemon: Daemon, tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.write_bytes(b"y" * 10)
-    res = daemon.hsm("put", PID, str(src), f"-si={storage_info(10)}")
+    # Block mode waits -reconnect-timeout for a restarting tssd, then fails (1); poll mode
+    # answers "not yet" (72) and dCache calls again (docs/dcache.md, "Restarts").
+    args = ("put", PID, str(src), f"-si={storage_info(10)}")
+    res = daemon.hsm(*args, "-reconnect-timeout=0")
     assert res.returncode == 1
+    assert len(res.stderr.strip().splitlines()) == 1
+    res = daemon.hsm(*args, "-mode=poll")
+    assert (res.returncode, res.stdout) == (72, "")
     assert len(res.stderr.strip().splitlines()) == 1
     res = daemon.ctl("status")
     assert res.returncode == 3

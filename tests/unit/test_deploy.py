@@ -120,3 +120,118 @@ def test_pool_setup_lines_give_the_script_what_it_understands(mode: str) -> None
     call = parse_args(["remove", "-uri=osm://osm/?store=s&group=g&bfid=b1", *passed])
     assert (call.options.mode, call.options.tssd) == (mode, "/run/tssd/tssd.sock")
     assert call.options.hsm_instance == words[3]
+
+
+# -- dCache admin syntax of deploy/dcache-pool.conf ---------------------------------------
+# Shapes read in dCache's source: modules/dcache/src/main/java/org/dcache/pool/nearline/
+# HsmSet.java ("hsm create": type, then optional instance and provider, then any options;
+# "hsm set" / "hsm unset": exactly one argument, the instance), NearlineStorageHandler.java
+# ("rh|st|rm set timeout <seconds>", a long; "rh|st|rm unset timeout"), ScriptNearlineStorage
+# .java (command required; c:puts, c:gets, c:removes, p:delay parsed as integers) and
+# ScriptNearlineStorageProvider.java ("script"); neicnordic/dcache-endit-provider
+# src/main/java/org/ndgf/endit/ (providers "endit", "endit-polling", "endit-watching";
+# AbstractEnditNearlineStorage: -directory=; PollingEnditNearlineStorage: -threads=,
+# -period= integers).
+
+ADMIN_VERBS = ("hsm create ", "hsm set ", "hsm unset ", "rh ", "st ", "rm ", "save")
+PROVIDERS = {"script", "endit", "endit-polling", "endit-watching"}
+INTEGER_OPTIONS = {
+    "script": ("c:puts", "c:gets", "c:removes", "p:delay"),
+    "endit-polling": ("threads", "period"),
+}
+
+
+def admin_lines() -> list[list[str]]:
+    """Every admin command of the file, commented-out alternatives included."""
+    found = []
+    for line in (DEPLOY / "dcache-pool.conf").read_text().splitlines():
+        command = line.lstrip("#").strip()
+        if command == "save" or command.startswith(ADMIN_VERBS):
+            found.append(shlex.split(command))
+    return found
+
+
+def split_admin(words: list[str]) -> tuple[list[str], dict[str, str]]:
+    """dCache's Args: ``-key=value`` / ``-key`` options, the rest positional."""
+    positional = [w for w in words if not w.startswith("-")]
+    options = {}
+    for word in (w for w in words if w.startswith("-")):
+        key, _, value = word[1:].partition("=")
+        options[key] = value
+    return positional, options
+
+
+def test_pool_setup_commands_have_dcache_admin_shapes() -> None:
+    lines = admin_lines()
+    assert lines[-1] == ["save"]
+    instances: dict[str, str] = {}
+    for words in lines:
+        positional, options = split_admin(words)
+        if words[:2] == ["hsm", "create"]:
+            # The poll and block lines are alternatives of one instance.
+            assert len(positional) == 5, words
+            _, _, hsm_type, instance, provider = positional
+            assert hsm_type == "osm"
+            assert provider in PROVIDERS, words
+            assert instances.get(instance, provider) == provider
+            instances[instance] = provider
+            for key in INTEGER_OPTIONS.get(provider, ()):
+                if key in options:
+                    assert options[key].isdigit(), (key, words)
+            if provider == "script":
+                assert options["command"].startswith("/")
+            else:
+                assert Path(options["directory"]).is_absolute()
+        elif words[:2] in (["hsm", "set"], ["hsm", "unset"]):
+            # One positional argument: the instance, which a create line made.
+            assert len(positional) == 3 and positional[2] in instances, words
+            assert options, words
+        elif words[0] in ("rh", "st", "rm"):
+            assert words[1:3] in (["set", "timeout"], ["unset", "timeout"]), words
+            rest = words[3:]
+            assert (
+                (rest and rest[0].isdigit() and len(rest) == 1) if words[1] == "set" else not rest
+            )
+        else:
+            assert words == ["save"]
+    assert set(instances.values()) == {"script", "endit-polling"}
+
+
+def test_pool_timeouts_cover_a_tape_queue() -> None:
+    """NearlineStorageHandler.getDeadline: activation plus the timeout, across every
+    exit-72 re-call; a stage's timeout below a day would cancel recalls of a campaign."""
+    for words in admin_lines():
+        if words[0] in ("rh", "st") and words[1] == "set":
+            assert int(words[3]) >= 86400, words
+
+
+def test_endit_lines_match_an_endit_directory_setting() -> None:
+    [words] = [w for w in admin_lines() if "endit-polling" in w]
+    positional, options = split_admin(words)
+    directory = {"path": options["directory"], "hsm_name": positional[3]}
+    settings, _ = load_settings(None, environ={"TSSD_ENDIT_DIRECTORIES": json_toml([directory])})
+    [configured] = settings.endit.directories
+    assert (configured.path, configured.hsm_name) == (options["directory"], "pool1-endit")
+
+
+def json_toml(tables: list[dict[str, str]]) -> str:
+    inner = ", ".join("{" + ", ".join(f'{k} = "{v}"' for k, v in t.items()) + "}" for t in tables)
+    return f"[{inner}]"
+
+
+def test_unit_runs_as_the_pool_user() -> None:
+    """dCache's file metadata store sets times on the replica, which needs its owner; ENDIT's
+    ``startup/systemd/endit-retriever.service`` runs as ``User=dcache`` for the same reason."""
+    settings = unit_settings()
+    assert (settings["User"], settings["Group"]) == ("dcache", "dcache")
+    assert "pool's user" in (DEPLOY / "tssd.service").read_text()
+
+
+def test_docs_show_the_deploy_lines() -> None:
+    """docs/dcache.md has the endit section, and its pool lines are the deploy file's."""
+    docs = (DEPLOY.parent / "docs" / "dcache.md").read_text()
+    assert "## The endit provider" in docs and "[[endit.directories]]" in docs
+    for words in admin_lines():
+        if words[:2] == ["hsm", "create"]:
+            assert shlex.join(words) in docs, words
+    assert "rh set timeout 600\n" not in docs

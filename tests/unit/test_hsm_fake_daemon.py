@@ -301,9 +301,10 @@ def test_api_error_400_exits_32(fake: FakeTssd, tmp_path: Path) -> None:
 
 
 def test_tssd_not_running_exits_1_with_one_line(sock_dir: Path, tmp_path: Path) -> None:
+    # Block mode rides out an absent tssd for -reconnect-timeout seconds, then gives up.
     absent = FakeTssd(sock_dir / "absent.sock")
     path, si = source_file(tmp_path)
-    result = run_hsm(absent, "put", PNFSID, str(path), si)
+    result = run_hsm(absent, "put", PNFSID, str(path), si, "-reconnect-timeout=0")
     assert (result.returncode, result.stdout) == (1, "")
     assert "unreachable" in one_line(result.stderr)
 

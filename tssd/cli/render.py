@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import shutil
 import sys
+import textwrap
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -265,6 +266,11 @@ def status(data: dict[str, Any]) -> str:
         f"  backend {data.get('backend', '?')}  database {data.get('database', '?')}"
         f"  {accepting}"
     )
+    warnings = data.get("warnings") or []
+    if isinstance(warnings, list):
+        for warning in warnings:
+            # Every line of tssctl's output fits 100 columns.
+            head += "\n" + textwrap.fill(f"WARNING: {warning}", 100, subsequent_indent="  ")
     throughput = data.get("throughput") or {}
     last_minute = throughput.get("bytes_last_minute")
     rate = human_rate(last_minute / 60 if last_minute is not None else None)

@@ -175,6 +175,37 @@ async def obtain(engine: AsyncEngine, spec: SubmitSpec, *, adopt_finished: bool)
     return Obtained(True, created, False)
 
 
+def on_tape_already(row: Any, spec: SubmitSpec) -> bool:
+    """Whether *row* is a finished migration of the very file *spec* would migrate.
+
+    dCache re-issues a put whose answer it lost (a pool restart, a killed script). A done
+    migration of the same pnfsid whose tape copy has the adler32 the call states, with the
+    same size and storage class, answers it: exit 0 and the existing URI on the first call,
+    and no new request (the caller checks that the copy was not removed since).
+    """
+    return (
+        row.kind == "migrate"
+        and row.state == State.DONE.value
+        and bool(row.uri)
+        and bool(row.bfid)
+        and spec.checksum is not None
+        and row.result_adler32 == spec.checksum
+        and row.size == spec.size
+        and row.storage_class == spec.storage_class
+    )
+
+
+async def copy_removed(engine: AsyncEngine, bfid: str) -> bool:
+    """Whether a removal of the tape copy *bfid* has finished."""
+    stmt = (
+        select(Request.id)
+        .where(Request.kind == "remove", Request.key == bfid, Request.state == State.DONE.value)
+        .limit(1)
+    )
+    async with engine.connect() as conn:
+        return (await conn.execute(stmt)).first() is not None
+
+
 def adoptable(row: Any, path: str | None, *, adopt_finished: bool) -> bool:
     if row.state in OPEN_STATES:
         return True

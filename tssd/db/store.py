@@ -40,8 +40,10 @@ from tssd.db.polls import (
     Obtained,
     PollIndex,
     adoptable,
+    copy_removed,
     new_request,
     obtain,
+    on_tape_already,
 )
 from tssd.errors import Conflict, NotFound
 from tssd.submit import SubmitSpec
@@ -104,6 +106,8 @@ class RequestStore:
         if latest is not None and adoptable(latest[0], spec.path, adopt_finished=adopt_finished):
             self.polls.seen([latest[0]])
             return Obtained(False, latest[0], latest[1])
+        if latest is not None and await self._on_tape_already(latest[0], spec):
+            return Obtained(False, latest[0], latest[1])
         for attempt in range(3):
             try:
                 found = await obtain(self.engine, spec, adopt_finished=adopt_finished)
@@ -118,6 +122,9 @@ class RequestStore:
                 self.notifier.work.set()
             return found
         raise AssertionError("unreachable")
+
+    async def _on_tape_already(self, row: Any, spec: SubmitSpec) -> bool:
+        return on_tape_already(row, spec) and not await copy_removed(self.engine, row.bfid)
 
     async def _submit_once(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Request]]:
         async with self.sessions.begin() as session:

@@ -13,6 +13,7 @@ from tssd.config import EnditDirectory, EnditSettings
 from tssd.db.models import Request
 from tssd.db.store import CHUNK, RequestStore
 from tssd.endit.protocol import EnditPaths
+from tssd.metrics import EnditMetrics
 
 T = TypeVar("T")
 
@@ -24,6 +25,18 @@ class DirContext:
     directory: EnditDirectory
     settings: EnditSettings
     queue: str
+    #: The daemon's metrics; None in tests that wire a directory by hand.
+    metrics: EnditMetrics | None = None
+
+    def count(self, name: str, amount: float = 1, **labels: str) -> None:
+        """Add *amount* to the ENDIT counter *name* of this directory."""
+        if self.metrics is not None and amount:
+            metric = getattr(self.metrics, name)
+            metric.labels(directory=str(self.paths.base), **labels).inc(amount)
+
+    def gauge(self, name: str, value: float) -> None:
+        if self.metrics is not None:
+            getattr(self.metrics, name).labels(directory=str(self.paths.base)).set(value)
 
     def common(self) -> dict[str, Any]:
         """Submit fields every request of this directory carries."""

@@ -85,9 +85,10 @@ class FlushBook:
         batch = max(1, self.ctx.settings.batch)
         for i in range(0, len(specs), batch):
             results = await self.ctx.store.submit(specs[i : i + batch])
-            for f, (_created, row) in zip(files[i : i + batch], results, strict=True):
+            for f, (created, row) in zip(files[i : i + batch], results, strict=True):
                 self.held.pop(f.name, None)
                 self._track(Flush(f.name, f.size, f.adler32, f.version), row)
+                self.ctx.count("requests_seen", int(created), action="migrate")
             recorded += len(results)
         if recorded:
             log.info("endit.flushes_recorded", directory=self.directory, count=recorded)
@@ -186,6 +187,7 @@ class FlushBook:
             if flush.foreign and not same:
                 return True  # another file of that pnfsid went to tape: write this one
             await in_thread(protocol.remove_file, self.ctx.paths.out / flush.name)
+            self.ctx.count("flushes_acknowledged")
             log.info("endit.flushed", bfid=row.bfid, volume=row.volume, **fields)
             return False
         code = row.error_code or 1

@@ -28,7 +28,34 @@ from tssd.shim.names import ADLER32, PNFSID
 ERR_SUFFIX = ".err"
 SUBDIRS = ("in", "out", "request", "trash")
 RECALL_ACTIONS = frozenset({"recall", None})
-HASHES = {"md5": "md5", "md5_type": "md5", "sha1": "sha1", "sha256": "sha256"}
+PERMANENT_CODES = frozenset({31, 32})
+# checksumType as the plugin writes it: dCache's ChecksumType name, lower-cased
+# (modules/common/.../org/dcache/util/ChecksumType.java: ADLER32, MD5, MD4, SHA-1, SHA-256,
+# SHA-512), to hashlib's name; older spellings kept. adler32 is read on its own path.
+HASHES = {
+    "md5": "md5",
+    "md5_type": "md5",
+    "md4": "md4",
+    "md4_type": "md4",
+    "sha-1": "sha1",
+    "sha1": "sha1",
+    "sha-256": "sha256",
+    "sha256": "sha256",
+    "sha-512": "sha512",
+    "sha512": "sha512",
+}
+
+
+def hash_for(kind: str) -> str | None:
+    """hashlib's name for a checksumType, if this Python can compute it (md4 often not)."""
+    name = HASHES.get(kind)
+    if name is None:
+        return None
+    try:
+        hashlib.new(name)
+    except ValueError:
+        return None
+    return name
 
 
 def is_protocol_name(name: str) -> bool:
@@ -136,8 +163,20 @@ def list_names(directory: Path) -> set[str]:
         return set()
 
 
+def err_code(code: int) -> int:
+    """The return code an ``.err`` file carries for a stage that failed with *code*.
+
+    ENDIT's own retriever writes only a message, which the plugin reads as code 1
+    (``EnditException.create``). tssd adds the permanent codes 31 and 32 and writes 1 for
+    everything else: 41-43 (and 204) from a stage disable the whole pool (dCache's
+    ``PoolV4``), and nothing in ``in/`` is the pool's replica yet.
+    """
+    return code if code in PERMANENT_CODES else 1
+
+
 def write_error(paths: EnditPaths, name: str, code: int, message: str) -> None:
     """Write ``request/<name>.err`` atomically: the return code, then a one-line message."""
+    code = err_code(code)
     line = " ".join(message.split()) or "failed"
     target = paths.request / f"{name}{ERR_SUFFIX}"
     temp = target.with_name(f".{target.name}{TEMP_SUFFIX}")
@@ -208,7 +247,7 @@ def inspect_out(
     if kind == "adler32" and ADLER32.fullmatch(value):
         return OutFile(name, st.st_size, version, value.zfill(8), storage_class)
     try:
-        adler, digest = _checksums(path, HASHES.get(kind))
+        adler, digest = _checksums(path, hash_for(kind))
     except OSError as exc:
         return SourceUnreadable(f"cannot read {path}: {exc.strerror or exc}")
     if digest is not None and value and digest != value:

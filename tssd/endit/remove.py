@@ -60,6 +60,7 @@ class RemoveBook:
         for i in range(0, len(specs), batch):
             await self.ctx.store.submit(specs[i : i + batch])
         await in_thread(lambda: [protocol.remove_file(paths.trash / n) for n, _ in found])
+        self.ctx.count("requests_seen", len(found), action="remove")
         log.info(
             "endit.removes_recorded", directory=self.directory, files=len(found), copies=len(specs)
         )

@@ -49,6 +49,7 @@ async def endit_intake(
                 d,
                 settings.endit,
                 d.queue or settings.scheduler.default_queue,
+                metrics.endit,
             ),
             backend,
             retrier,

@@ -165,6 +165,7 @@ class StageBook:
             self.waiting.pop(stage.name, None)
             self._track(stage, row)
         created = sum(1 for c, _ in results if c)
+        self.ctx.count("requests_seen", created, action="recall")
         log.info(
             "endit.stages_recorded", directory=self.directory, count=len(specs), created=created
         )
@@ -228,6 +229,7 @@ class StageBook:
         elif not held and self.paused:
             log.info("endit.stage_resumed", directory=self.directory, free_bytes=free)
         self.paused = bool(held)
+        self.ctx.gauge("stages_paused", held)
         return admitted
 
     # -- outcomes ---------------------------------------------------------------------
@@ -310,6 +312,7 @@ class StageBook:
         actual = await in_thread(protocol.file_size, path)
         # None: the plugin has taken it already.
         if actual is None or actual == stage.size:
+            self.ctx.count("stages_delivered")
             log.info("endit.staged", bytes=row.size, **fields)
             return
         await in_thread(protocol.remove_file, path)
@@ -324,4 +327,5 @@ class StageBook:
             log.error("endit.err_write_failed", error=str(exc), **fields)
             return
         self.reported[stage.name] = stage.version
+        self.ctx.count("errors_written", code=str(protocol.err_code(code)))
         log.warning("endit.stage_failed", error_code=code, error=message, **fields)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from urllib.parse import parse_qs, urlsplit
 
 import structlog
 from sqlalchemy import ColumnElement, func, select
@@ -16,6 +17,7 @@ from tssd.retry import Retrier
 from tssd.scheduler.copies import cover_copies
 from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.policy import Policy
+from tssd.shim.names import PNFSID
 
 log = structlog.get_logger()
 
@@ -122,7 +124,7 @@ class Intake:
     async def _remove(self, row: Request) -> None:
         bfid = row.bfid or ""
         try:
-            await self.retrier.call("remove", lambda: self.backend.remove(bfid), bfid=bfid)
+            await self._remove_copies(row, bfid)
         except ObjectNotFound:
             # Removing what is already gone succeeds: dCache may repeat a remove.
             log.info("remove.absent", request_id=row.id, bfid=bfid)
@@ -136,6 +138,30 @@ class Intake:
             return
         await self.store.finish(row.id, State.DONE, "removed")
         log.info("request.done", kind="remove", request_id=row.id, bfid=bfid)
+
+    async def _remove_copies(self, row: Request, bfid: str) -> None:
+        """Remove the copy *bfid*; for an endit URI, every copy of the file it names.
+
+        The endit provider reports ``osm://<name>?bfid=<pnfsid>`` (``FlushTask``): its
+        bfid is the file's pnfsid, which tssd's catalogue knows as no bfid.
+        """
+        try:
+            await self._remove_one(bfid)
+            return
+        except ObjectNotFound:
+            if not names_a_file(row.uri, bfid):
+                raise
+        pnfsid = bfid.upper()
+        copies = await self.retrier.call("locate", lambda: self.backend.locate([pnfsid]))
+        found = copies.get(pnfsid, [])
+        if not found:
+            raise ObjectNotFound(f"no copy of {pnfsid} on tape")
+        for copy in found:
+            await self._remove_one(copy.bfid)
+        log.info("remove.by_pnfsid", request_id=row.id, pnfsid=pnfsid, copies=len(found))
+
+    async def _remove_one(self, bfid: str) -> None:
+        await self.retrier.call("remove", lambda: self.backend.remove(bfid), bfid=bfid)
 
     async def migrations_on_tape(
         self, paused: frozenset[str] = frozenset()
@@ -205,6 +231,14 @@ class Intake:
 def unpaused(paused: frozenset[str]) -> tuple[ColumnElement[bool], ...]:
     """The clause that leaves the requests of *paused* queues where they are."""
     return (Request.queue.not_in(sorted(paused)),) if paused else ()
+
+
+def names_a_file(uri: str | None, bfid: str) -> bool:
+    """Whether *uri* is an endit provider URI, ``<type>://<name>?bfid=<pnfsid>``."""
+    if not uri or not PNFSID.fullmatch(bfid):
+        return False
+    parts = urlsplit(uri)
+    return parts.path in ("", "/") and set(parse_qs(parts.query)) == {"bfid"}
 
 
 def _age(now: datetime, then: datetime | None) -> float:

@@ -39,9 +39,10 @@ from tssd.shim.names import is_hex
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, TypeVar
 
     Request = dict[str, Any]
+    T = TypeVar("T")
 
 # dCache never retries 30-39 and disables the pool on 41-43 for a get, so only the codes the
 # API documents pass through; anything else a daemon might invent becomes a retryable 1.
@@ -65,6 +66,38 @@ def run(call: Call) -> int:
     return action(client, call, call.transfer)
 
 
+class Unreachable(HsmExit):
+    """tssd cannot be reached or is shutting down (a restart): "not yet", not a failure."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_OTHER, message)
+
+
+def reaching(options: Options, what: str, action: Callable[[], T]) -> T:
+    """Run *action* (the call's first contact with tssd) through a tssd restart.
+
+    Poll mode: an absent tssd is "not yet": exit 72, and dCache calls again after
+    ``p:delay`` (its deadline still bounds the request). Block mode: retry with backoff
+    for ``-reconnect-timeout`` seconds, as a waiting call does.
+    """
+    pacing: Reconnect | None = None
+    while True:
+        try:
+            result = action()
+        except Unreachable as exc:
+            if options.mode == "poll":
+                raise HsmExit(
+                    EXIT_PENDING, f"{exc.message}; dCache calls again after p:delay"
+                ) from exc
+            if pacing is None:
+                pacing = Reconnect(what, options.reconnect_timeout)
+            pacing.lost(exc.message)
+            continue
+        if pacing is not None:
+            pacing.back()
+        return result
+
+
 def do_put(client: wire.Client, call: Call, transfer: Transfer) -> int:
     path = os.path.abspath(transfer.path)
     check_source(path, transfer.si.size)
@@ -76,7 +109,8 @@ def do_put(client: wire.Client, call: Call, transfer: Transfer) -> int:
             checksum is None or expected is None or checksum == expected
         )
 
-    request = settle(client, obtain(client, body, path, same_file), call.options)
+    found = reaching(call.options, "put", lambda: obtain(client, body, path, same_file))
+    request = settle(client, found, call.options)
     if request is None:
         return EXIT_PENDING
     conclude(client, request, lambda: print_uri(request))
@@ -107,7 +141,8 @@ def do_get(client: wire.Client, call: Call, transfer: Transfer) -> int:
         return False
 
     body = get_body(call, transfer, path)
-    request = settle(client, obtain(client, body, path, delivered), call.options)
+    found = reaching(call.options, "get", lambda: obtain(client, body, path, delivered))
+    request = settle(client, found, call.options)
     if request is None:
         return EXIT_PENDING
     conclude(client, request, lambda: finish_recall(request, path, transfer.si))
@@ -118,13 +153,17 @@ def do_remove(client: wire.Client, call: Call) -> int:
     # Always waits: removal is a catalogue operation that needs no drive, and tssd cannot
     # look a removal up by bfid cheaply, which poll mode would need to avoid submitting
     # a new removal on every poll.
-    submitted = [submit(client, remove_body(call, location)) for location in call.uris]
+    submitted = [submit_reaching(client, call, location) for location in call.uris]
     for request in submitted:
         finished = request
         if request.get("state") not in FINISHED:
             finished = wait_block(client, request["id"], call.options.reconnect_timeout)
         ensure_done(finished)
     return EXIT_OK
+
+
+def submit_reaching(client: wire.Client, call: Call, location: Location) -> Request:
+    return reaching(call.options, "remove", lambda: submit(client, remove_body(call, location)))
 
 
 def obtain(
@@ -151,10 +190,25 @@ def post_obtain(client: wire.Client, body: Request) -> Request | None:
     except wire.ApiError as exc:
         if exc.status in (404, 405):
             return None
+        restarting(exc)
         raise
     except wire.WireError as exc:
-        raise HsmExit(EXIT_OTHER, str(exc)) from exc
+        raise unreachable(exc) from exc
     return request_of(answer)
+
+
+def unreachable(exc: wire.WireError) -> HsmExit:
+    """tssd away is "not yet"; a socket the pool's user may not open is a setup fault (1)."""
+    cause = exc.__cause__
+    if isinstance(cause, OSError) and cause.errno in (errno.EACCES, errno.EPERM):
+        return HsmExit(EXIT_OTHER, f"{exc} (add the pool's user to api.socket_group)")
+    return Unreachable(str(exc))
+
+
+def restarting(exc: wire.ApiError) -> None:
+    """503: tssd is shutting down (about to restart) or has lost its database for now."""
+    if exc.status == 503:
+        raise Unreachable(f"tssd unavailable ({exc.message})") from exc
 
 
 def legacy_obtain(
@@ -180,9 +234,10 @@ def latest(client: wire.Client, kind: str, pnfsid: str) -> tuple[Request, bool] 
         # 404: none yet; 405 and friends: a tssd from before this route, so just submit.
         if 400 < exc.status < 500:
             return None
+        restarting(exc)
         raise
     except wire.WireError as exc:
-        raise HsmExit(EXIT_OTHER, str(exc)) from exc
+        raise unreachable(exc) from exc
     return request_of(answer), answer.get("reported") is True
 
 
@@ -369,8 +424,11 @@ def submit(client: wire.Client, body: Request) -> Request:
     """POST the request; tssd attaches a repeated submit to the open request."""
     try:
         answer = client.call("POST", "/v1/requests", body)
+    except wire.ApiError as exc:
+        restarting(exc)
+        raise
     except wire.WireError as exc:
-        raise HsmExit(EXIT_OTHER, str(exc)) from exc
+        raise unreachable(exc) from exc
     return request_of(answer)
 
 
@@ -382,7 +440,7 @@ def request_of(answer: Request) -> Request:
 
 
 def wait_block(client: wire.Client, request_id: int, limit_s: float) -> Request:
-    pacing = Reconnect(request_id, limit_s)
+    pacing = Reconnect(f"request {request_id}", limit_s)
     path = f"/v1/requests/{request_id}/wait?timeout={WAIT_S}"
     while True:
         try:
@@ -404,30 +462,31 @@ def wait_block(client: wire.Client, request_id: int, limit_s: float) -> Request:
 class Reconnect:
     """Paces retries while tssd is away (a restart) and gives up after ``limit_s``."""
 
-    def __init__(self, request_id: int, limit_s: float) -> None:
-        self.request_id = request_id
+    def __init__(self, what: str, limit_s: float) -> None:
+        self.what = what
         self.limit_s = limit_s
         self.delay = BACKOFF_FIRST_S
         self.since: float | None = None
 
     def lost(self, reason: str) -> None:
         now = time.monotonic()
+        first = self.since is None
         if self.since is None:
             self.since = now
-            diag(f"lost tssd while waiting for request {self.request_id} ({reason}); retrying")
         left = self.since + self.limit_s - now
+        if first and left > 0:
+            diag(f"lost tssd while waiting for {self.what} ({reason}); retrying")
         if left <= 0:
             raise HsmExit(
                 EXIT_OTHER,
-                f"tssd unreachable for {self.limit_s:g} s while waiting for request "
-                f"{self.request_id}: {reason}",
+                f"tssd unreachable for {self.limit_s:g} s while waiting for {self.what}: {reason}",
             )
         time.sleep(min(self.delay, left))
         self.delay = min(self.delay * 2, BACKOFF_MAX_S)
 
     def back(self) -> None:
         if self.since is not None:
-            diag(f"reconnected to tssd; still waiting for request {self.request_id}")
+            diag(f"reconnected to tssd; still waiting for {self.what}")
         self.since = None
         self.delay = BACKOFF_FIRST_S
 

@@ -50,11 +50,12 @@ Options, as -key=value (a bare -key is empty, i.e. unset; unknown options are ig
   -uri=URI              a copy on tape: <type>://<instance>/?store=..&group=..&bfid=..
 Environment: TSSD_URL, TSSD_HOME (see -tssd), TSSD_TOKEN_FILE (API bearer token).
 
-Exit codes: 0 done; 1 tssd unreachable or other failure (dCache retries); 31 permanent
-backend failure; 32 invalid arguments; 41 no space on the destination; 42 source
-unreadable; 43 destination unwritable; 72 in progress (poll mode); 143 SIGTERM (the
-request stays in tssd and the next call attaches to it). stdout carries only put's URI;
-every diagnostic is one line on stderr.
+Exit codes: 0 done; 1 failure dCache retries (block mode: tssd unreachable for
+-reconnect-timeout; a permission error of tssd's own user); 31 permanent backend
+failure; 32 invalid arguments; 41 no space on the pool's file system; 42 pool file
+unreadable; 43 pool file system unwritable; 72 in progress, or tssd unreachable (poll
+mode); 143 SIGTERM (the request stays in tssd and the next call attaches to it).
+stdout carries only put's URI; every diagnostic is one line on stderr.
 """
 
 

@@ -1,0 +1,212 @@
+"""Every exit code of the dCache side, path by path (docs/dcache.md, "Exit codes").
+
+What dCache does with a code, read in its source:
+
+- ``modules/dcache/src/main/java/diskCacheV111/util/HsmRunSystem.java``: 0 done, 72
+  ``InProgressCacheException`` (called again after ``p:delay``), 71 delay error, 143
+  ``TimeoutCacheException``, anything else a ``CacheException`` with that code.
+- ``modules/dcache/src/main/java/org/dcache/pool/classic/PoolV4.java`` (the fetch
+  callback): 41, 42, 43 and ``ERROR_IO_DISK`` (204) disable the whole pool.
+- ``neicnordic/dcache-endit-provider`` ``src/main/java/org/ndgf/endit/EnditException.java``:
+  an ``.err`` file's first line is the code if it is an integer, else the code is 1;
+  ENDIT's own ``tsmretriever.pl`` (``fail_request``) writes only a message.
+
+The shim-side paths that need a daemon (0, 31, 32, 41/43 passed through, 42, 43, 143,
+1 for a cancel) are in ``test_hsm_fake_daemon.py``; this module adds the restart paths
+(72 in poll mode, reconnect in block mode) and the daemon-side mapping of OS errors.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_hsm_fake_daemon import (
+    PNFSID,
+    URI,
+    FakeTssd,
+    one_line,
+    run_hsm,
+    source_file,
+    start_hsm,
+)
+
+from tssd.cli.render import status as render_status
+from tssd.endit.protocol import EnditPaths, err_code, write_error
+from tssd.errors import AccessDenied, DestinationUnwritable, NoSpace, SourceUnreadable
+from tssd.files import FileSink, FileSource
+from tssd.ownership import ROOT_WARNING, ownership_warnings
+from tssd.shim import client as wire
+from tssd.shim.actions import Unreachable, unreachable
+
+
+@pytest.fixture
+def sock(tmp_path: Path) -> Iterator[Path]:
+    # sun_path holds at most 107 bytes.
+    short = Path(f"/tmp/hsm-x-{os.getpid()}-{time.monotonic_ns()}.sock")
+    yield short
+    short.unlink(missing_ok=True)
+
+
+def calls(tmp_path: Path) -> dict[str, tuple[str, ...]]:
+    path, si = source_file(tmp_path)
+    dest = tmp_path / "restore" / PNFSID
+    dest.parent.mkdir(exist_ok=True)
+    return {
+        "put": ("put", PNFSID, str(path), si),
+        "get": ("get", PNFSID, str(dest), "-si=size=10;", f"-uri={URI}"),
+        "remove": ("remove", f"-uri={URI}"),
+    }
+
+
+@pytest.mark.parametrize("verb", ["put", "get", "remove"])
+def test_poll_mode_without_tssd_exits_72_with_one_line(
+    sock: Path, tmp_path: Path, verb: str
+) -> None:
+    """A restart is "not yet" in poll mode: 72, and dCache's deadline still bounds it."""
+    result = run_hsm(FakeTssd(sock), *calls(tmp_path)[verb], "-mode=poll")
+    assert (result.returncode, result.stdout) == (72, "")
+    assert "unreachable" in one_line(result.stderr)
+
+
+def test_poll_mode_with_tssd_shutting_down_exits_72(sock: Path, tmp_path: Path) -> None:
+    fake = FakeTssd(sock).start()
+    try:
+        fake.refuse = (503, {"error": {"type": "ShuttingDown", "message": "stopping"}})
+        result = run_hsm(fake, *calls(tmp_path)["put"], "-mode=poll")
+    finally:
+        fake.stop()
+    assert (result.returncode, result.stdout) == (72, "")
+    assert "tssd unavailable (stopping)" in one_line(result.stderr)
+
+
+def test_block_mode_waits_for_tssd_to_come_back(sock: Path, tmp_path: Path) -> None:
+    absent = FakeTssd(sock)
+    proc = start_hsm(absent, *calls(tmp_path)["put"])
+    fake = FakeTssd(sock)
+    try:
+        time.sleep(0.8)  # the first attempts find nobody
+        fake.start()
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        fake.stop()
+    assert (proc.returncode, stdout) == (0, URI + "\n"), stderr
+    lines = stderr.splitlines()
+    assert [line.split(" ")[1] for line in lines] == ["lost", "reconnected"]
+    assert len(fake.requests) == 1
+
+
+def test_block_mode_gives_up_after_the_reconnect_timeout(sock: Path, tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = run_hsm(FakeTssd(sock), *calls(tmp_path)["get"], "-reconnect-timeout=1")
+    assert time.monotonic() - started >= 1
+    assert (result.returncode, result.stdout) == (1, "")
+    assert "unreachable for 1 s" in result.stderr.splitlines()[-1]
+
+
+# -- daemon side: only the pool's file system gives 41-43 ------------------------------
+
+
+def fail_with(code: int) -> object:
+    def raise_it(*args: object, **kwargs: object) -> None:
+        raise OSError(code, os.strerror(code))
+
+    return raise_it
+
+
+@pytest.mark.parametrize(
+    ("code", "error", "exit_code"),
+    [
+        (errno.EACCES, AccessDenied, 1),  # tssd's user may not write there: install fault
+        (errno.EPERM, AccessDenied, 1),
+        (errno.ENOSPC, NoSpace, 41),  # the pool's file system is full
+        (errno.EROFS, DestinationUnwritable, 43),  # the pool's file system went read-only
+        (errno.EIO, DestinationUnwritable, 43),  # the pool's disk fails
+    ],
+)
+async def test_recall_write_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, error: type, exit_code: int
+) -> None:
+    monkeypatch.setattr(FileSink, "_write_sync", fail_with(code))
+    with pytest.raises(error) as caught:
+        await FileSink(tmp_path / "f").write(b"data")
+    assert type(caught.value) is error
+    assert caught.value.exit_code == exit_code
+
+
+async def test_recall_into_a_directory_tssd_may_not_write_is_1(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root writes everywhere")
+    locked = tmp_path / "pool"
+    locked.mkdir(mode=0o500)
+    try:
+        with pytest.raises(AccessDenied) as caught:
+            await FileSink(locked / "f").write(b"data")
+    finally:
+        locked.chmod(0o700)
+    assert caught.value.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "error", "exit_code"),
+    [
+        (errno.EACCES, AccessDenied, 1),
+        (errno.EPERM, AccessDenied, 1),
+        (errno.EIO, SourceUnreadable, 42),
+        (errno.ENOENT, SourceUnreadable, 42),
+    ],
+)
+async def test_migration_open_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, error: type, exit_code: int
+) -> None:
+    source = FileSource(tmp_path / "f", 4)
+    monkeypatch.setattr(FileSource, "_open_sync", fail_with(code))
+    with pytest.raises(error) as caught:
+        await source.chunks().__anext__()
+    assert type(caught.value) is error
+    assert caught.value.exit_code == exit_code
+
+
+# -- endit: the .err file ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("failed_with", "written"),
+    [(1, 1), (31, 31), (32, 32), (41, 1), (42, 1), (43, 1), (204, 1), (99, 1)],
+)
+def test_endit_err_codes(tmp_path: Path, failed_with: int, written: int) -> None:
+    paths = EnditPaths(tmp_path)
+    paths.request.mkdir()
+    write_error(paths, PNFSID, failed_with, "tape\nunreadable")
+    assert err_code(failed_with) == written
+    assert (paths.request / f"{PNFSID}.err").read_text() == f"{written}\ntape unreadable\n"
+
+
+def test_ownership_warning_only_for_root() -> None:
+    assert ownership_warnings(0) == [ROOT_WARNING]
+    assert ownership_warnings(1000) == []
+    text = render_status({"version": "x", "warnings": [ROOT_WARNING]})
+    assert text.splitlines()[1].startswith("WARNING: tssd runs as root")
+    assert " ".join(text.split()).count(ROOT_WARNING) == 1
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_a_socket_the_pool_user_may_not_open_is_1_not_72() -> None:
+    """EACCES on connect is a setup fault that no restart heals: exit 1 in either mode."""
+    try:
+        try:
+            raise PermissionError(errno.EACCES, "Permission denied")
+        except OSError as exc:
+            raise wire.WireError("tssd unreachable at /run/tssd/tssd.sock") from exc
+    except wire.WireError as exc:
+        denied = unreachable(exc)
+    assert not isinstance(denied, Unreachable)
+    assert denied.code == 1 and "api.socket_group" in denied.message
+    refused = wire.WireError("tssd unreachable")
+    refused.__cause__ = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+    assert isinstance(unreachable(refused), Unreachable)
