@@ -20,6 +20,10 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,17 +143,32 @@ async def test_recall_write_errors(
     assert caught.value.exit_code == exit_code
 
 
-async def test_recall_into_a_directory_tssd_may_not_write_is_1(tmp_path: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root writes everywhere")
-    locked = tmp_path / "pool"
-    locked.mkdir(mode=0o500)
-    try:
-        with pytest.raises(AccessDenied) as caught:
-            await FileSink(locked / "f").write(b"data")
-    finally:
-        locked.chmod(0o700)
-    assert caught.value.exit_code == 1
+_LOCKED_WRITE = """
+import asyncio, sys
+from pathlib import Path
+from tssd.errors import AccessDenied
+from tssd.files import FileSink
+try:
+    asyncio.run(FileSink(Path(sys.argv[1]) / "f").write(b"data"))
+except AccessDenied as exc:
+    print(exc.exit_code)
+"""
+
+
+def test_recall_into_a_directory_tssd_may_not_write_is_1() -> None:
+    # Root writes everywhere (and CI runs as root): the write then runs as nobody, as a
+    # tssd started under the wrong user would.
+    with tempfile.TemporaryDirectory() as top:
+        os.chmod(top, 0o755)
+        locked = Path(top) / "pool"
+        locked.mkdir(mode=0o555)
+        command = [sys.executable, "-c", _LOCKED_WRITE, str(locked)]
+        if os.geteuid() == 0:
+            if shutil.which("setpriv") is None:
+                pytest.skip("setpriv (util-linux) is needed to drop root")
+            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        out = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert out.stdout.strip() == "1", out.stderr
 
 
 @pytest.mark.parametrize(
