@@ -37,6 +37,8 @@ class SubmitSpec:
     uris: tuple[str, ...] = field(default=())
     queue: str = "default"
     priority: int = 0
+    #: The submitting Unix socket peer's uid (set by the API, not by the client).
+    owner_uid: int | None = None
 
 
 def bfid_from_uri(uri: str) -> str:

@@ -21,6 +21,7 @@ from tssd.config.sections import (
     DatabaseSettings,
     EnditSettings,
     HealthSettings,
+    LimitsSettings,
     LogSettings,
     SchedulerSettings,
     ScsiSettings,
@@ -37,6 +38,7 @@ class Settings:
     )
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
+    limits: LimitsSettings = field(default_factory=LimitsSettings)
     backend: BackendSettings = field(default_factory=BackendSettings)
     sim: SimSettings = field(default_factory=SimSettings)
     scsi: ScsiSettings = field(default_factory=ScsiSettings)

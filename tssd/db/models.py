@@ -103,6 +103,8 @@ class Request(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # The tssd instance that claimed it (several instances on one PostgreSQL).
     instance: Mapped[str | None] = mapped_column(String(128))
+    # The uid of the pool (Unix socket peer) that submitted it: a pool cancels only its own.
+    owner_uid: Mapped[int | None] = mapped_column(Integer)
 
     __table_args__ = (
         # At most one open request per (kind, key): what makes submit idempotent.

@@ -201,6 +201,7 @@ def new_request(spec: SubmitSpec) -> dict[str, Any]:
         "uri": spec.uris[0] if spec.kind.value == "remove" and spec.uris else None,
         "queue": spec.queue,
         "priority": spec.priority,
+        "owner_uid": spec.owner_uid,
         "attempts": 0,
         "created_at": now,
         "updated_at": now,

@@ -55,10 +55,18 @@ BACKOFF_MAX_S = 5.0
 
 def run(call: Call) -> int:
     client = wire.Client(call.options.tssd)
-    if call.transfer is None:
-        return do_remove(client, call)
-    action = do_put if call.verb == "put" else do_get
-    return action(client, call, call.transfer)
+    try:
+        if call.transfer is None:
+            return do_remove(client, call)
+        action = do_put if call.verb == "put" else do_get
+        return action(client, call, call.transfer)
+    except wire.ApiError as exc:
+        # 503: tssd admits no new request now (admission control, too many connections).
+        # In poll mode dCache calls again after p:delay; in block mode exit 1 retries too.
+        if exc.status == 503 and call.options.mode == "poll":
+            diag(f"tssd is busy, call again ({exc.message})")
+            return EXIT_PENDING
+        raise
 
 
 def do_put(client: wire.Client, call: Call, transfer: Transfer) -> int:
