@@ -253,8 +253,16 @@ async def retry_request(request: web.Request) -> web.Response:
     return web.json_response({"request": request_json(row)})
 
 
+_STATES = frozenset(("queued", "active", "done", "failed", "cancelled"))
+_KINDS = frozenset(("recall", "migrate", "remove"))
+
+
 async def list_requests(request: web.Request) -> web.Response:
     q = request.query
+    if q.get("state") and q["state"] not in _STATES:
+        raise InvalidRequest(f"state must be one of {', '.join(sorted(_STATES))}")
+    if q.get("kind") and q["kind"] not in _KINDS:
+        raise InvalidRequest(f"kind must be one of {', '.join(sorted(_KINDS))}")
     flt = ListFilter(
         state=q.get("state") or None,
         kind=q.get("kind") or None,
