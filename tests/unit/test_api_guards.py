@@ -14,10 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tssd.api.admission import Admission, Overloaded
 from tssd.api.catalog_file import has_rows, read_catalog_file
 from tssd.api.connections import connection_caps
 from tssd.api.inputs import MAX_DEPTH, decode_json
 from tssd.api.roles import Role, admin_only, allowed
+from tssd.config.sections import LimitsSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base, State
 from tssd.db.store import RequestStore
@@ -145,3 +147,20 @@ async def test_long_polls_read_the_database_only_when_woken(store: RequestStore)
     rest = await asyncio.gather(*waiters[100:])
     assert not any(done for _, done in rest)
     assert reads == 2 * len(rows)
+
+
+async def test_admission_reserves_for_submits_in_flight() -> None:
+    """Concurrent bulk submits each passed the same check and together went past the
+    limit (measured by benchmarks/admission_load.py): a submit now reserves its share."""
+    settings = LimitsSettings(max_open_requests=10, retry_after_s=3)
+    admission = Admission(settings, store=None)  # type: ignore[arg-type]
+    admission.admit(6)
+    with pytest.raises(Overloaded) as refused:
+        admission.admit(5)
+    assert refused.value.retry_after_s == 3 and refused.value.exit_code == 72
+    admission.settle(6, 2)  # four of the six attached to requests already open
+    assert admission.open_requests == 2
+    admission.admit(8)
+    with pytest.raises(Overloaded, match="max_open_requests"):
+        admission.admit(1)
+    assert admission.refused == 2

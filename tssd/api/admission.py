@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import structlog
 from aiohttp import web
@@ -47,7 +51,11 @@ class Admission:
     def __init__(self, settings: LimitsSettings, store: RequestStore) -> None:
         self.settings = settings
         self.store = store
-        self.open_requests = 0
+        #: Open requests at the last count, created since it started, and reserved by
+        #: submits in flight: their sum is what admission compares with the limit.
+        self._counted = 0
+        self._since = 0
+        self._reserved = 0
         self.max_lag_s = 0.0
         self.refused = 0
         self._late_until = float("-inf")
@@ -66,9 +74,16 @@ class Admission:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        log.info("admission.summary", max_loop_lag_s=round(self.max_lag_s, 4),
+                 refused=self.refused, open_requests=self.open_requests)  # fmt: skip
+
+    @property
+    def open_requests(self) -> int:
+        return self._counted + self._since + self._reserved
 
     def admit(self, count: int = 1) -> None:
-        """Raise :class:`Overloaded` unless *count* more requests may be submitted."""
+        """Raise :class:`Overloaded` unless *count* more requests may be submitted; else
+        reserve them (concurrent submits must not all pass the same check)."""
         limit = self.settings.max_open_requests
         why = None
         if limit and self.open_requests + count > limit:
@@ -81,17 +96,25 @@ class Admission:
             self.refused += 1
             raise Overloaded(f"tssd admits no new requests now: {why}; retry",
                              self.settings.retry_after_s)  # fmt: skip
+        self._reserved += count
 
-    def admitted(self, created: int) -> None:
-        self.open_requests += created
+    def settle(self, reserved: int, created: int) -> None:
+        """A submit that reserved *reserved* ended having created *created*."""
+        self._reserved -= reserved
+        self._since += created
 
     async def _count(self) -> None:
         stmt = select(func.count()).select_from(Request).where(Request.state.in_(OPEN_STATES))
+        # Requests created while the count runs may be counted twice until the next count:
+        # admission errs on the side of refusing, never of admitting past the limit.
+        since = self._since
         try:
             async with self.store.engine.connect() as conn:
-                self.open_requests = int((await conn.execute(stmt)).scalar_one())
+                self._counted = int((await conn.execute(stmt)).scalar_one())
         except Exception as exc:  # a count missed is retried next time
             log.warning("admission.count_failed", error=str(exc)[:200])
+            return
+        self._since -= since
 
     async def _recount(self) -> None:
         while True:
@@ -101,13 +124,16 @@ class Admission:
     async def _watch_loop(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            before = loop.time()
+            before, cpu_before = loop.time(), time.thread_time()
             await asyncio.sleep(TICK_S)
             now = loop.time()
             lag = now - before - TICK_S
             self.max_lag_s = max(self.max_lag_s, lag)
             if lag > STALL_LOG_S:
-                log.warning("loop.stall", lag_s=round(lag, 3))
+                # cpu_s: the loop thread's own CPU time in the window. A lag far above it
+                # was the machine (other processes), or a blocking call that uses no CPU.
+                log.warning("loop.stall", lag_s=round(lag, 3),
+                            cpu_s=round(time.thread_time() - cpu_before, 3))  # fmt: skip
             limit = self.settings.max_loop_lag_s
             if limit and lag > limit:
                 self._late_until = now + LAG_HOLD_S
@@ -116,9 +142,24 @@ class Admission:
 ADMISSION: web.AppKey[Admission] = web.AppKey("admission", Admission)
 
 
-def admit(request: web.Request, count: int = 1) -> Admission | None:
-    """Refuse (:class:`Overloaded`) or admit *count* new requests on *request*'s app."""
-    admission = request.app.get(ADMISSION)
-    if admission is not None:
-        admission.admit(count)
-    return admission
+@dataclass
+class Ticket:
+    """What a submit admitted: *created* is set to the requests it really created."""
+
+    created: int = 0
+
+
+@contextmanager
+def admission(request: web.Request, count: int = 1) -> Iterator[Ticket]:
+    """Admit *count* new requests on *request*'s app (or raise :class:`Overloaded`); the
+    reservation is settled to what was really created when the block ends."""
+    state = request.app.get(ADMISSION)
+    ticket = Ticket()
+    if state is None:
+        yield ticket
+        return
+    state.admit(count)
+    try:
+        yield ticket
+    finally:
+        state.settle(count, ticket.created)

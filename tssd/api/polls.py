@@ -11,7 +11,7 @@ from __future__ import annotations
 import structlog
 from aiohttp import web
 
-from tssd.api.admission import admit
+from tssd.api.admission import admission
 from tssd.api.routes import check_paths_off_loop, owned, read_json, services
 from tssd.api.schemas import request_json
 from tssd.db.models import Kind
@@ -49,11 +49,10 @@ async def obtain_request(request: web.Request) -> web.Response:
     await check_paths_off_loop(svc, [spec])  # after the poll lookup: only new requests pay
     # Before the database: a call that would adopt a finished request is refused too,
     # and simply comes back (exit 72) after Retry-After.
-    admission = admit(request)
-    found = await svc.store.obtain(spec, adopt_finished=adopt == "finished")
+    with admission(request) as ticket:
+        found = await svc.store.obtain(spec, adopt_finished=adopt == "finished")
+        ticket.created = int(found.created)
     row = found.row
-    if admission is not None:
-        admission.admitted(int(found.created))
     if found.created:
         log.info(
             "request.submitted", request_id=row.id, kind=row.kind, pnfsid=row.pnfsid,
