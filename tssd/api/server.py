@@ -84,6 +84,9 @@ async def start_listeners(services: Services, stack: AsyncExitStack) -> list[str
     if not api.pool_roots:
         log.warning("api.pool_roots_unset", detail="recall destinations and migrate sources "
                     "may be anywhere the daemon can write or read")  # fmt: skip
+    if os.geteuid() == 0:
+        log.warning("daemon.running_as_root", detail="run tssd as its own unprivileged user: "
+                    "root can write any file a recall names (docs/reliability.md)")  # fmt: skip
     nofile = raise_nofile()
     caps = connection_caps(
         nofile, limits.max_connections_tcp, limits.max_connections_unix, limits.fd_reserve

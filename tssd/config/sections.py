@@ -63,9 +63,10 @@ class ApiSettings:
     token_file: str = field(
         default="",
         metadata=_doc(
-            "File holding the bearer token every mutating call over TCP must present "
-            "('Authorization: Bearer TOKEN'). Required when api.tcp is set; the Unix socket "
-            "is guarded by its permissions instead."
+            "File holding the admin bearer token for the API over TCP ('Authorization: "
+            "Bearer TOKEN'); every TCP call needs a token (limits.read_token_file for "
+            "read-only). Required when api.tcp is set; the Unix socket is guarded by its "
+            "permissions and the peer's uid instead (docs/reliability.md)."
         ),
     )
     pool_roots: str = field(
