@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from tssd.api.admission import Admission, Overloaded
 from tssd.api.catalog_file import has_rows, read_catalog_file
@@ -154,13 +158,30 @@ async def test_admission_reserves_for_submits_in_flight() -> None:
     limit (measured by benchmarks/admission_load.py): a submit now reserves its share."""
     settings = LimitsSettings(max_open_requests=10, retry_after_s=3)
     admission = Admission(settings, store=None)  # type: ignore[arg-type]
-    admission.admit(6)
-    with pytest.raises(Overloaded) as refused:
-        admission.admit(5)
-    assert refused.value.retry_after_s == 3 and refused.value.exit_code == 72
-    admission.settle(6, 2)  # four of the six attached to requests already open
-    assert admission.open_requests == 2
-    admission.admit(8)
-    with pytest.raises(Overloaded, match="max_open_requests"):
-        admission.admit(1)
+    with capture_logs() as logs:
+        admission.admit(6)
+        with pytest.raises(Overloaded) as refused:
+            admission.admit(5)
+        assert refused.value.retry_after_s == 3 and refused.value.exit_code == 72
+        admission.settle(6, 2)  # four of the six attached to requests already open
+        assert admission.open_requests == 2
+        admission.admit(8)
+        with pytest.raises(Overloaded, match="max_open_requests"):
+            admission.admit(1)
     assert admission.refused == 2
+    # Refusals are logged, at most one line per interval.
+    assert [e["event"] for e in logs] == ["admission.refused"]
+
+
+def test_the_descriptor_limit_is_raised_to_the_hard_limit() -> None:
+    code = "from tssd.api.connections import raise_nofile; print(raise_nofile())"
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def lower() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        preexec_fn=lower,
+    )  # fmt: skip
+    assert int(out.stdout) == hard

@@ -33,6 +33,8 @@ REFRESH_S = 5.0
 STALL_LOG_S = 0.1
 #: How long one late tick keeps submits refused.
 LAG_HOLD_S = 1.0
+#: At most one ``admission.refused`` line per this many seconds (with the running count).
+REFUSAL_LOG_S = 10.0
 
 
 class Overloaded(TssdError):
@@ -58,6 +60,7 @@ class Admission:
         self._reserved = 0
         self.max_lag_s = 0.0
         self.refused = 0
+        self._logged_at = float("-inf")
         self._late_until = float("-inf")
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -94,6 +97,11 @@ class Admission:
             )
         if why is not None:
             self.refused += 1
+            now = time.monotonic()
+            if now - self._logged_at >= REFUSAL_LOG_S:
+                log.warning("admission.refused", reason=why, refused=self.refused,
+                            open_requests=self.open_requests)  # fmt: skip
+                self._logged_at = now
             raise Overloaded(f"tssd admits no new requests now: {why}; retry",
                              self.settings.retry_after_s)  # fmt: skip
         self._reserved += count
