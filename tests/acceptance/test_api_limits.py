@@ -68,6 +68,7 @@ def test_slow_clients_are_closed_by_the_header_timeout(
 ) -> None:
     daemon, port, _pool = limited
     daemon.extra_env["TSSD_LIMITS_HEADER_TIMEOUT_S"] = "2"
+    daemon.extra_env["TSSD_LIMITS_IDLE_TIMEOUT_S"] = "2"
     daemon.start()
     # 50 clients each trickle a header line every half second and never finish.
     clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(50)]
@@ -96,6 +97,13 @@ def test_slow_clients_are_closed_by_the_header_timeout(
     # Closed once the timeout ran out (2 s), not kept for ever; generous for a busy machine.
     assert max(closed_after.values()) < 2 + 15, closed_after
     assert daemon.ctl("status").returncode == 0  # and the daemon still answers
+    # A body that stops arriving is answered 408 after limits.idle_timeout_s.
+    head = (f"POST /v1/requests HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n")  # fmt: skip
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(head.encode() + b'{"kind": "rec')
+        assert sock.recv(4096).startswith(b"HTTP/1.1 408")
+    assert daemon.requests() == []
     assert daemon.alive()
 
 
