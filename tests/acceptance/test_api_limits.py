@@ -5,6 +5,7 @@ admission limit submits are told to retry (503 + Retry-After; tss-hsm exits 72).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import resource
 import selectors
@@ -177,7 +178,7 @@ def test_submits_past_the_admission_limit_are_told_to_retry(
 ) -> None:
     daemon, _port, pool = limited
     daemon.extra_env["TSSD_LIMITS_MAX_OPEN_REQUESTS"] = "3"
-    daemon.extra_env["TSSD_LIMITS_RETRY_AFTER_S"] = "7"
+    daemon.extra_env["TSSD_LIMITS_RETRY_AFTER_S"] = "1"
     daemon.start()
     client = daemon.client()
     rows = "".join(f"0000AD{i:02X},VOL001,{i + 1},100,a:b,2020-01-01T00:00:00+00:00\n"
@@ -190,6 +191,13 @@ def test_submits_past_the_admission_limit_are_told_to_retry(
     with pytest.raises(ApiError) as refused:
         client.call("POST", "/v1/requests", bodies[3])
     assert refused.value.status == 503 and refused.value.exit_code == 72
+    body = json.dumps(bodies[3]).encode()
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(str(daemon.socket))
+        sock.sendall(b"POST /v1/requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+        head = sock.recv(65536).split(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 503") and b"\r\nretry-after: 1" in head, head
     assert "max_open_requests" in refused.value.message
     with pytest.raises(ApiError, match="max_open_requests"):
         client.call("POST", "/v1/requests/bulk", {"requests": bodies[3:]})
@@ -199,7 +207,8 @@ def test_submits_past_the_admission_limit_are_told_to_retry(
     si = f"-si={storage_info(2048, adler32_file(src))}"
     poll = daemon.hsm("put", PID.format(900), str(src), si, "-mode=poll")
     assert poll.returncode == 72 and "busy" in poll.stderr, poll
-    block = daemon.hsm("put", PID.format(900), str(src), si)
+    # Block mode waits (Retry-After) as for a restarting tssd, up to -reconnect-timeout.
+    block = daemon.hsm("put", PID.format(900), str(src), si, "-reconnect-timeout=3")
     assert block.returncode == 1 and "503" in block.stderr, block
     # Polls of what is already open are still answered; nothing refused was recorded.
     assert client.call("GET", f"/v1/requests/{ids[0]}")["request"]["state"] == "queued"

@@ -51,8 +51,10 @@ _STATUS = {
 
 def error_body(exc: TssdError | Exception, status: int) -> web.Response:
     exit_code = exc.exit_code if isinstance(exc, TssdError) else 1
-    body = {"error": {"type": type(exc).__name__, "message": str(exc), "exit_code": exit_code}}
-    response = web.json_response(body, status=status)
+    error = {"type": type(exc).__name__, "message": str(exc), "exit_code": exit_code}
+    if isinstance(exc, Overloaded):
+        error["retry_after_s"] = exc.retry_after_s
+    response = web.json_response({"error": error}, status=status)
     if isinstance(exc, Overloaded):
         response.headers["Retry-After"] = str(exc.retry_after_s)
     return response

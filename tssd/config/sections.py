@@ -142,7 +142,8 @@ class LimitsSettings:
         default=0.5,
         metadata=_doc(
             "Admission control: while the event loop runs this late (measured every "
-            "100 ms), submits get 503 with Retry-After; 0 = off."
+            "100 ms) through tssd's own work (its CPU time in that window, not other "
+            "processes'), submits get 503 with Retry-After; 0 = off."
         ),
     )
     retry_after_s: int = field(
