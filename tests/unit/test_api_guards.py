@@ -9,6 +9,7 @@ import os
 import resource
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -185,3 +186,24 @@ def test_the_descriptor_limit_is_raised_to_the_hard_limit() -> None:
         preexec_fn=lower,
     )  # fmt: skip
     assert int(out.stdout) == hard
+
+
+async def test_only_lag_tssd_causes_refuses_submits() -> None:
+    """A loop held up by other processes (here: a sleep, which uses no CPU) is not tssd's
+    overload; a loop busy with tssd's own work (here: a spin) is."""
+    settings = LimitsSettings(max_loop_lag_s=0.2)
+    admission = Admission(settings, store=None)  # type: ignore[arg-type]
+    watcher = asyncio.create_task(admission._watch_loop())
+    try:
+        await asyncio.sleep(0.15)
+        time.sleep(0.5)  # the loop blocked, but not computing
+        await asyncio.sleep(0.15)
+        admission.admit()
+        end = time.thread_time() + 0.5
+        while time.thread_time() < end:  # the loop computing (0.5 s of its own CPU)
+            pass
+        await asyncio.sleep(0.15)
+        with pytest.raises(Overloaded, match="event loop"):
+            admission.admit()
+    finally:
+        watcher.cancel()
