@@ -36,6 +36,9 @@ class SubmitSpec:
     #: "claim": a recall the pool renames into place itself (tss-hsm); None: tssd does.
     delivery: str | None = None
 
+    #: The submitting Unix socket peer's uid (set by the API, not by the client).
+    owner_uid: int | None = None
+
 
 def bfid_from_uri(uri: str) -> str:
     """The ``bfid`` of a URI printed by ``tss-hsm put``."""

@@ -77,8 +77,9 @@ def test_socket_mode_group_and_tcp_token(guarded: tuple[Daemon, Path, int]) -> N
     assert stat.S_IMODE(info.st_mode) == 0o660
     assert info.st_gid == grp.getgrnam(daemon.extra_env["TSSD_API_SOCKET_GROUP"]).gr_gid
     body = {"kind": "recall", "pnfsid": PID.format(1), "path": str(pool / "f1")}
-    # Reading needs no token; every mutation does.
-    assert tcp_call(port, "GET", "/v1/status")[0] == 200
+    # Every call needs a token, reads too (docs/reliability.md, threat model).
+    assert tcp_call(port, "GET", "/v1/status")[0] == 401
+    assert tcp_call(port, "GET", "/v1/status", token=TOKEN)[0] == 200
     for token in (None, "wrong", TOKEN + "x", ""):
         status, answer = tcp_call(port, "POST", "/v1/requests", body, token=token)
         assert status == 401, (token, status, answer)
@@ -92,6 +93,8 @@ def test_socket_mode_group_and_tcp_token(guarded: tuple[Daemon, Path, int]) -> N
     assert tcp_call(port, "POST", f"/v1/requests/{rid}/cancel", {}, token=TOKEN)[0] == 200
     # tssctl over TCP reads the token file named by TSSD_TOKEN_FILE.
     env = {**daemon.env, "TSSD_URL": f"http://127.0.0.1:{port}"}
+    assert daemon.ctl("status", env=env).returncode == 1  # no token: 401
+    env["TSSD_TOKEN_FILE"] = daemon.extra_env["TSSD_API_TOKEN_FILE"]
     assert daemon.ctl("status", env=env).returncode == 0
     assert any(e.get("event") == "api.unauthorized" for e in daemon.events())
     assert daemon.stop() == 0

@@ -77,6 +77,61 @@ def raw_post(base: str, path: str, body: bytes) -> int:
         conn.close()
 
 
+#: Inputs that each gave a 500 (issue 17.9) and their kin: (method, path, headers, body).
+#: Every one must be answered 4xx: the client's mistake, not the daemon's.
+DEEP = b"[" * 1000 + b"]" * 1000
+ATTACKS: list[tuple[str, str, dict[str, bytes], bytes]] = [
+    ("POST", "/v1/requests", {}, DEEP),
+    ("POST", "/v1/requests/bulk", {}, b'{"requests": ' + DEEP + b"}"),
+    ("POST", "/v1/requests/obtain", {}, b'{"a": ' * 900 + b"1" + b"}" * 900),
+    ("POST", "/v1/requests", {}, b'{"kind": "recall", "pnfsid": "AB", "path": "/p/\\ud800"}'),
+    ("POST", "/v1/requests/obtain", {}, b'{"kind": "recall", "pnfsid": "AB", "path": "/\\uDFFF"}'),
+    ("POST", "/v1/requests", {}, b'{"kind": "recall", "pnfsid": "AB", "path": "/pool/\xff"}'),
+    ("POST", "/v1/requests", {"Authorization": b"Bearer \xff"}, b"{}"),
+    ("GET", "/v1/status", {"Authorization": b"Bearer \xff\xfe"}, b""),
+    ("GET", "/v1/status", {"Authorization": b"Bearer " + TOKEN.encode() + b"\xff"}, b""),
+    ("GET", "/v1/requests?pnfsid=%ED%A0%80&state=%FF", {}, b""),
+    ("GET", "/v1/requests/latest?kind=recall&pnfsid=%ED%A0%80", {}, b""),
+    ("GET", "/v1/catalog/copies/%ED%A0%80", {}, b""),
+    ("GET", "/v1/tapes/%FF%FE", {}, b""),
+    ("PATCH", "/v1/queues/%ED%A0%80", {}, b"{}"),
+    ("POST", "/v1/catalog/import", {}, b'{"path": "/\\ud800"}'),
+]  # fmt: skip
+
+
+def raw_call(base: str, method: str, path: str, headers: dict[str, bytes], body: bytes) -> int:
+    """One request written byte for byte (http.client would refuse to send these)."""
+    host, port = base.removeprefix("http://").split(":")
+    head = {
+        b"Host": b"x",
+        b"Authorization": f"Bearer {TOKEN}".encode(),
+        b"Content-Type": b"application/json",
+        b"Content-Length": str(len(body)).encode(),
+    }
+    head.update({k.encode(): v for k, v in headers.items()})
+    lines = [f"{method} {path} HTTP/1.1".encode()] + [k + b": " + v for k, v in head.items()]
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(b"\r\n".join(lines) + b"\r\n\r\n" + body)
+        answer = b""
+        while b"\r\n" not in answer:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    return int(answer.split(b" ", 2)[1])
+
+
+def test_inputs_that_gave_500_are_4xx(exposed: tuple[Daemon, str, Path]) -> None:
+    daemon, base, _pool = exposed
+    answers = {f"{m} {p} {h} {b[:60]!r}": raw_call(base, m, p, h, b) for m, p, h, b in ATTACKS}
+    assert {k: v for k, v in answers.items() if not 400 <= v < 500} == {}
+    assert daemon.alive()
+    assert daemon.requests() == []
+    logged = [e for e in daemon.events() if e.get("level") == "error" or "Traceback" in str(e)]
+    assert logged == [], logged[:3]
+    assert "Error handling request" not in daemon.log()
+
+
 def fuzz_operation(operation: Any, base: str, headers: dict[str, str], failures: list[str]) -> int:
     """Run generated calls of one operation; record 5xx answers; return how many ran."""
     calls = 0

@@ -6,17 +6,23 @@ others use its optional catalog tools, which answer 501 on a backend without the
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 from pathlib import Path
 from typing import Any
 
+import structlog
 from aiohttp import web
 
+from tssd.api.catalog_file import catalog_text, has_rows
+from tssd.api.roles import PEER_UID
 from tssd.api.routes import int_param, pnfsid_param, read_json, services
 from tssd.backends.base import TapeCopy
 from tssd.backends.copies import duplicates_report
-from tssd.errors import InvalidRequest, NotFound
+from tssd.errors import Conflict, InvalidRequest, NotFound
+
+log = structlog.get_logger()
 
 
 def copy_json(copy: TapeCopy) -> dict[str, Any]:
@@ -50,34 +56,31 @@ async def duplicates(request: web.Request) -> web.Response:
 
 
 async def import_catalog(request: web.Request) -> web.Response:
+    """Admin only (:mod:`tssd.api.roles`): the catalog decides which copy a recall reads."""
+    svc = services(request)
     body = await read_json(request)
     if not isinstance(body, dict) or not (isinstance(body.get("csv"), str) or "path" in body):
         raise InvalidRequest('body must be {"csv": TEXT} or {"path": SERVER_PATH}, + "replace"')
-    replace = body.get("replace", False)
-    if not isinstance(replace, bool):
-        raise InvalidRequest("replace must be true or false")
+    replace, force = body.get("replace", False), body.get("force", False)
+    if not isinstance(replace, bool) or not isinstance(force, bool):
+        raise InvalidRequest("replace and force must be true or false")
+    inline = body["csv"] if isinstance(body.get("csv"), str) else None
+    path = None if inline is not None else body["path"]
+    if inline is None and (not isinstance(path, str) or not Path(path).is_absolute()):
+        raise InvalidRequest("path must be an absolute path on the daemon's host")
+    text = await catalog_text(inline, path, svc.settings.limits.catalog_import_max_bytes)
+    if replace and not force and not await asyncio.to_thread(has_rows, text):
+        raise Conflict(
+            "the catalog CSV holds no rows: replacing would empty the catalog; "
+            'send "force": true (tssctl catalog import --replace --force) to mean it'
+        )
     try:
-        summary = await _import(services(request).backend, body, replace)
+        summary = await svc.backend.import_catalog(io.StringIO(text, newline=""), replace=replace)
     except csv.Error as exc:  # found by fuzzing: malformed CSV is the client's mistake
         raise InvalidRequest(f"catalog CSV is malformed: {exc}") from exc
+    log.info("catalog.imported", replace=replace, force=force, path=path,
+             rows=summary.get("rows"), uid=request.get(PEER_UID))  # fmt: skip
     return web.json_response(summary)
-
-
-async def _import(backend: Any, body: dict[str, Any], replace: bool) -> dict[str, Any]:
-    if isinstance(body.get("csv"), str):
-        summary: dict[str, Any] = await backend.import_catalog(
-            io.StringIO(body["csv"], newline=""), replace=replace
-        )
-    else:
-        path = body["path"]
-        if not isinstance(path, str) or not Path(path).is_absolute():
-            raise InvalidRequest("path must be an absolute path on the daemon's host")
-        try:
-            with Path(path).open(newline="", encoding="utf-8") as fh:
-                summary = await backend.import_catalog(fh, replace=replace)
-        except OSError as exc:
-            raise InvalidRequest(f"cannot read {path}: {exc.strerror}") from exc
-    return summary
 
 
 async def export_catalog(request: web.Request) -> web.Response:

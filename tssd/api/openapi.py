@@ -131,7 +131,12 @@ _COPY = {
 }
 _CATALOG_IMPORT = {
     "type": "object",
-    "properties": {"csv": _STR, "path": _STR, "replace": {"type": "boolean"}},
+    "properties": {
+        "csv": _STR,
+        "path": _STR,
+        "replace": {"type": "boolean"},
+        "force": {"type": "boolean"},
+    },
 }
 CATALOG_PATHS: dict[str, Any] = {
     "/v1/catalog/copies/{pnfsid}": {

@@ -11,7 +11,8 @@ from __future__ import annotations
 import structlog
 from aiohttp import web
 
-from tssd.api.routes import check_paths, read_json, services
+from tssd.api.admission import admission
+from tssd.api.routes import check_paths_off_loop, owned, read_json, services
 from tssd.api.schemas import request_json
 from tssd.db.models import Kind
 from tssd.errors import InvalidRequest, ShuttingDown
@@ -37,7 +38,7 @@ async def obtain_request(request: web.Request) -> web.Response:
     adopt = body.pop("adopt", "finished")
     if adopt not in ADOPT:
         raise InvalidRequest('adopt must be "finished" or "open"')
-    spec = parse_submit(body, svc.settings.scheduler.default_queue)
+    spec = owned(request, parse_submit(body, svc.settings.scheduler.default_queue))
     if spec.kind is Kind.REMOVE:
         raise InvalidRequest("obtain takes a recall or a migration; submit removals")
     entry = svc.store.polls.lookup(spec.kind.value, spec.key)
@@ -45,8 +46,12 @@ async def obtain_request(request: web.Request) -> web.Response:
         return web.Response(body=entry.answer, content_type="application/json")
     if not svc.accepting:
         raise ShuttingDown("tssd is shutting down and accepts no new requests")
-    check_paths(svc, spec)  # after the poll lookup: only new requests pay for it
-    found = await svc.store.obtain(spec, adopt_finished=adopt == "finished")
+    await check_paths_off_loop(svc, [spec])  # after the poll lookup: only new requests pay
+    # Before the database: a call that would adopt a finished request is refused too,
+    # and simply comes back (exit 72) after Retry-After.
+    with admission(request) as ticket:
+        found = await svc.store.obtain(spec, adopt_finished=adopt == "finished")
+        ticket.created = int(found.created)
     row = found.row
     if found.created:
         log.info(

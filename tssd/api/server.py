@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import grp
-import hmac
 import os
 import socket
-import stat
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -15,70 +15,44 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from tssd.api.admission import ADMISSION, Admission
+from tssd.api.connections import CappedSite, connection_caps, raise_nofile
+from tssd.api.roles import read_token, tcp_middleware, unix_middleware
 from tssd.api.routes import (
     SERVICES,
-    Handler,
     add_probe_routes,
     add_routes,
-    error_body,
     error_middleware,
 )
-from tssd.errors import ConfigError, TssdError
+from tssd.errors import ConfigError
 from tssd.files import effective_roots
 from tssd.services import Services
 
 log = structlog.get_logger()
-
-
-#: Methods that change nothing: allowed over TCP without a token.
-READ_ONLY = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
-class Unauthorized(TssdError):
-    """A mutating call over TCP without the right bearer token."""
-
-
-def token_middleware(token: str) -> Middleware:
-    """Every mutating call must carry ``Authorization: Bearer <token>``."""
-    expected = f"Bearer {token}".encode()
-
-    @web.middleware
-    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.method not in READ_ONLY:
-            given = request.headers.get("Authorization", "").encode()
-            if not hmac.compare_digest(given, expected):
-                log.warning("api.unauthorized", method=request.method, path=request.path,
-                            peer=request.remote)  # fmt: skip
-                return error_body(Unauthorized("a bearer token is required (api.token_file)"), 401)
-        return await handler(request)
-
-    return check
-
-
-def read_token(path: str) -> str:
-    """The bearer token in *path*; refuse an empty, missing or world-readable file."""
-    try:
-        info = os.stat(path)
-        token = Path(path).read_text().strip()
-    except OSError as exc:
-        raise ConfigError(f"api.token_file: cannot read {path}: {exc.strerror}") from exc
-    if not token:
-        raise ConfigError(f"api.token_file: {path} is empty")
-    if info.st_mode & stat.S_IROTH:
-        raise ConfigError(f"api.token_file: {path} is readable by everyone (chmod o-r)")
-    return token
+Factory = Callable[[], asyncio.BaseProtocol]
 
 
 def make_app(
-    services: Services, *, probes_only: bool = False, token: str | None = None
+    services: Services,
+    *,
+    probes_only: bool = False,
+    roles: Middleware | None = None,
+    admission: Admission | None = None,
 ) -> web.Application:
+    """The API application; *roles* decides who may call what (:mod:`tssd.api.roles`).
+
+    The error middleware is outermost, so that whatever the role check refuses or cannot
+    decode is answered as any other error is.
+    """
     middlewares: list[Middleware] = [error_middleware]
-    if token is not None:
-        middlewares.insert(0, token_middleware(token))
+    if roles is not None:
+        middlewares.append(roles)
     app = web.Application(
         middlewares=middlewares, client_max_size=services.settings.api.max_body_bytes
     )
     app[SERVICES] = services
+    if admission is not None:
+        app[ADMISSION] = admission
     if probes_only:
         add_probe_routes(app)
     else:
@@ -111,7 +85,7 @@ def prepare_socket(path: Path) -> None:
 
 async def start_listeners(services: Services, stack: AsyncExitStack) -> list[str]:
     """Start every configured listener; the stack closes them. Returns their addresses."""
-    api = services.settings.api
+    api, limits = services.settings.api, services.settings.limits
     addresses: list[str] = []
     roots = [r.strip() for r in effective_roots(api.pool_roots, services.settings.home_path)
              .split(",") if r.strip()]  # fmt: skip
@@ -120,22 +94,39 @@ async def start_listeners(services: Services, stack: AsyncExitStack) -> list[str
     for root in roots:
         if not os.path.isdir(root):  # once, at start: every request below it would fail
             log.warning("api.pool_root_missing", root=root)
-    runner = web.AppRunner(make_app(services), handle_signals=False, shutdown_timeout=5.0)
+    nofile = raise_nofile()
+    caps = connection_caps(
+        nofile, limits.max_connections_tcp, limits.max_connections_unix, limits.fd_reserve
+    )
+    log.info("api.connection_caps", nofile=nofile, tcp=caps.tcp, unix=caps.unix,
+             header_timeout_s=limits.header_timeout_s)  # fmt: skip
+    admission = Admission(limits, services.store)
+    await admission.start()
+    stack.push_async_callback(admission.stop)
+    app = make_app(services, roles=unix_middleware(), admission=admission)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=5.0,
+                           keepalive_timeout=limits.header_timeout_s)  # fmt: skip
     await runner.setup()
     stack.push_async_callback(runner.cleanup)
     sock_path = services.settings.path(api.socket)
     prepare_socket(sock_path)
-    # Pools poll in bursts (one process per request): a short backlog refuses them.
-    await web.UnixSite(runner, str(sock_path), backlog=api.backlog).start()
+    loop = asyncio.get_running_loop()
+
+    def unix_server(factory: Factory) -> Awaitable[asyncio.AbstractServer]:
+        # Pools poll in bursts (one process per request): a short backlog refuses them.
+        return loop.create_unix_server(factory, str(sock_path), backlog=api.backlog)
+
+    await CappedSite(runner, f"unix:{sock_path}", unix_server, caps.unix).start()
     stack.callback(_unlink, sock_path)
     os.chmod(sock_path, api.socket_mode)
     _chgrp(sock_path, api.socket_group)
     addresses.append(f"unix:{sock_path}")
     if api.tcp:
-        addresses.append(await _start_tcp(services, stack))
+        addresses.append(await _start_tcp(services, stack, admission, caps.tcp))
     if api.metrics_tcp:
         host, port = split_hostport(api.metrics_tcp, "api.metrics_tcp")
-        probes = web.AppRunner(make_app(services, probes_only=True), handle_signals=False)
+        probes = web.AppRunner(make_app(services, probes_only=True), handle_signals=False,
+                               keepalive_timeout=limits.header_timeout_s)  # fmt: skip
         await probes.setup()
         stack.push_async_callback(probes.cleanup)
         try:
@@ -146,20 +137,33 @@ async def start_listeners(services: Services, stack: AsyncExitStack) -> list[str
     return addresses
 
 
-async def _start_tcp(services: Services, stack: AsyncExitStack) -> str:
-    """The API over TCP: anyone on the network may connect, so mutations need a token."""
-    api = services.settings.api
+async def _start_tcp(
+    services: Services, stack: AsyncExitStack, admission: Admission, cap: int
+) -> str:
+    """The API over TCP: anyone on the network may connect, so every call needs a token."""
+    api, limits = services.settings.api, services.settings.limits
     if not api.token_file:
         raise ConfigError("api.tcp is set but api.token_file is not: TCP needs a bearer token")
-    token = read_token(str(services.settings.path(api.token_file)))
+    admin = read_token(str(services.settings.path(api.token_file)), "api.token_file")
+    reader = None
+    if limits.read_token_file:
+        path = str(services.settings.path(limits.read_token_file))
+        reader = read_token(path, "limits.read_token_file")
+        if reader == admin:
+            raise ConfigError("limits.read_token_file holds the admin token (api.token_file)")
     host, port = split_hostport(api.tcp, "api.tcp")
-    runner = web.AppRunner(
-        make_app(services, token=token), handle_signals=False, shutdown_timeout=5.0
-    )
+    app = make_app(services, roles=tcp_middleware(admin, reader), admission=admission)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=5.0,
+                           keepalive_timeout=limits.header_timeout_s)  # fmt: skip
     await runner.setup()
     stack.push_async_callback(runner.cleanup)
+    loop = asyncio.get_running_loop()
+
+    def tcp_server(factory: Factory) -> Awaitable[asyncio.AbstractServer]:
+        return loop.create_server(factory, host, port, backlog=api.backlog)
+
     try:
-        await web.TCPSite(runner, host, port, backlog=api.backlog).start()
+        await CappedSite(runner, f"http://{host}:{port}", tcp_server, cap).start()
     except OSError as exc:
         raise ConfigError(f"cannot listen on {api.tcp}: {exc.strerror}") from exc
     return f"http://{host}:{port}"

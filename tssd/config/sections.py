@@ -63,9 +63,10 @@ class ApiSettings:
     token_file: str = field(
         default="",
         metadata=_doc(
-            "File holding the bearer token every mutating call over TCP must present "
-            "('Authorization: Bearer TOKEN'). Required when api.tcp is set; the Unix socket "
-            "is guarded by its permissions instead."
+            "File holding the admin bearer token for the API over TCP ('Authorization: "
+            "Bearer TOKEN'); every TCP call needs a token (limits.read_token_file for "
+            "read-only). Required when api.tcp is set; the Unix socket is guarded by its "
+            "permissions and the peer's uid instead (docs/reliability.md)."
         ),
     )
     pool_roots: str = field(
@@ -92,6 +93,73 @@ class ApiSettings:
             "How often the queue depth is sampled for the /status page's 24-hour chart "
             "(at least 1 s; at most 5000 samples are kept)."
         ),
+    )
+
+
+@dataclass(frozen=True)
+class LimitsSettings:
+    """Who may call what, and how much the API takes (docs/reliability.md, threat model)."""
+
+    read_token_file: str = field(
+        default="",
+        metadata=_doc(
+            "File holding the read-only bearer token for the API over TCP: GET calls only. "
+            "api.token_file holds the admin token (every call). Both files must not be "
+            "group- or world-writable, nor world-readable; empty = no read-only token."
+        ),
+    )
+    header_timeout_s: float = field(
+        default=10.0,
+        metadata=_doc(
+            "A connection must deliver a request's complete headers within this long of "
+            "opening (or of the previous answer); otherwise it is closed. This also closes "
+            "idle keep-alive connections."
+        ),
+    )
+    idle_timeout_s: float = field(
+        default=30.0,
+        metadata=_doc("A request body that does not arrive whole within this long gets 408."),
+    )
+    max_connections_tcp: int = field(
+        default=1000,
+        metadata=_doc(
+            "Open connections on the TCP API listener; more are answered 503 and closed "
+            "(logged as api.connection_refused). Lowered at start if the descriptor limit "
+            "cannot hold it beside the Unix socket's share and the reserve."
+        ),
+    )
+    max_connections_unix: int = field(
+        default=4000,
+        metadata=_doc("Open connections on the Unix socket (pools' tss-hsm, tssctl)."),
+    )
+    fd_reserve: int = field(
+        default=256,
+        metadata=_doc(
+            "Descriptors kept free of any listener: database connections, tape devices, "
+            "files being copied."
+        ),
+    )
+    max_open_requests: int = field(
+        default=5_000_000,
+        metadata=_doc(
+            "Admission control: past this many queued or active requests, submits get 503 "
+            "with Retry-After (tss-hsm exits 72, dCache calls again); 0 = no limit."
+        ),
+    )
+    max_loop_lag_s: float = field(
+        default=0.5,
+        metadata=_doc(
+            "Admission control: while the event loop runs this late (measured every "
+            "100 ms) through tssd's own work (its CPU time in that window, not other "
+            "processes'), submits get 503 with Retry-After; 0 = off."
+        ),
+    )
+    retry_after_s: int = field(
+        default=5, metadata=_doc("The Retry-After (seconds) of an admission refusal.")
+    )
+    catalog_import_max_bytes: int = field(
+        default=1 << 30,
+        metadata=_doc("Largest catalog CSV file POST /v1/catalog/import reads by path."),
     )
 
 

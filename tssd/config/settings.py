@@ -22,6 +22,7 @@ from tssd.config.sections import (
     DeliverySettings,
     EnditSettings,
     HealthSettings,
+    LimitsSettings,
     LogSettings,
     SchedulerSettings,
     ScsiSettings,
@@ -38,6 +39,7 @@ class Settings:
     )
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
+    limits: LimitsSettings = field(default_factory=LimitsSettings)
     backend: BackendSettings = field(default_factory=BackendSettings)
     sim: SimSettings = field(default_factory=SimSettings)
     scsi: ScsiSettings = field(default_factory=ScsiSettings)

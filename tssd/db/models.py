@@ -110,6 +110,9 @@ class Request(Base):
     # (tssctl, ENDIT).
     delivery: Mapped[str | None] = mapped_column(String(8))
 
+    # The uid of the pool (Unix socket peer) that submitted it: a pool cancels only its own.
+    owner_uid: Mapped[int | None] = mapped_column(Integer)
+
     __table_args__ = (
         # At most one open request per (kind, key): what makes submit idempotent.
         Index(

@@ -1,6 +1,6 @@
 """In-process wake-ups: waiters on a request, the scheduler's work signal, listeners.
 
-Other tssd instances sharing the database are not notified; waiters also poll.
+Other tssd instances' finishes arrive through ``tssd.cluster.listen`` (NOTIFY tssd_done).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 
 class Notifier:
-    """Wakes waiters when requests finish (in this process; others are polled)."""
+    """Wakes waiters when requests finish (here, or elsewhere as the cluster listener hears)."""
 
     def __init__(self) -> None:
         self._waiters: dict[int, set[asyncio.Event]] = {}

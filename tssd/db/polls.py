@@ -235,6 +235,7 @@ def new_request(spec: SubmitSpec) -> dict[str, Any]:
         "queue": spec.queue,
         "priority": spec.priority,
         "delivery": spec.delivery,
+        "owner_uid": spec.owner_uid,
         "attempts": 0,
         "created_at": now,
         "updated_at": now,

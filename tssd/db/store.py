@@ -227,7 +227,13 @@ class RequestStore:
         return await _queue_rows(self.sessions)
 
     async def wait(self, request_id: int, timeout: float) -> tuple[Request, bool]:
-        """Return when the request is finished or *timeout* seconds have passed."""
+        """Return when the request is finished or *timeout* seconds have passed.
+
+        The database is read once at the start and once when woken: by this process's own
+        transitions, or (several instances) by ``NOTIFY tssd_done`` through
+        :class:`~tssd.cluster.listen.WorkListener`. No periodic re-read: 4,000 waiters
+        re-reading every 2 s saturated the daemon (docs/reliability.md).
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         event = self.notifier.watch(request_id)
@@ -238,9 +244,8 @@ class RequestStore:
                 if not State(row.state).is_open or remaining <= 0:
                     return row, not State(row.state).is_open
                 event.clear()
-                # Poll as well: another tssd instance may finish the request.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(event.wait(), timeout=min(remaining, 2.0))
+                    await asyncio.wait_for(event.wait(), timeout=remaining)
         finally:
             self.notifier.unwatch(request_id, event)
 

@@ -60,10 +60,26 @@ BACKOFF_MAX_S = 5.0
 
 def run(call: Call) -> int:
     client = wire.Client(call.options.tssd)
-    if call.transfer is None:
-        return do_remove(client, call)
-    action = do_put if call.verb == "put" else do_get
-    return action(client, call, call.transfer)
+    deadline = time.monotonic() + call.options.reconnect_timeout
+    while True:
+        try:
+            if call.transfer is None:
+                return do_remove(client, call)
+            action = do_put if call.verb == "put" else do_get
+            return action(client, call, call.transfer)
+        except wire.ApiError as exc:
+            # 503: tssd admits no new request now (admission control, too many
+            # connections). Poll mode: exit 72, dCache calls again after p:delay. Block
+            # mode waits as for a restarting tssd, then exits 1 (dCache retries).
+            if exc.status != 503:
+                raise
+            if call.options.mode == "poll":
+                diag(f"tssd is busy, call again ({exc.message})")
+                return EXIT_PENDING
+            pause = min(max(exc.retry_after_s, 0.1), 60.0)
+            if time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
 
 
 class Unreachable(HsmExit):

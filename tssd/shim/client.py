@@ -41,6 +41,9 @@ class ApiError(Exception):
         self.message = message
         code = err.get("exit_code", 1)
         self.exit_code = code if type(code) is int else 1
+        # Admission control's 503 says when to call again.
+        after = err.get("retry_after_s")
+        self.retry_after_s = float(after) if isinstance(after, (int, float)) else 1.0
 
 
 def resolve_target(explicit: str | None = None) -> str:

@@ -170,13 +170,14 @@ async def import_csv(
     async with sessions() as session, session.begin():
         tapes = {t.volume: t for t in await session.scalars(select(SimTape))}
         default_capacity = capacity or max((t.capacity for t in tapes.values()), default=0)
-        by_volume = _group(rows)
+        by_volume = await asyncio.to_thread(_group, rows)
         if replace:
             await session.execute(delete(SimObject))
             existing: dict[str, dict[int, dict[str, Any]]] = {}
         else:
             existing = await _existing(session, list(by_volume))
-        merged, errors = _merge(existing, by_volume)
+        # Plain data in a worker thread: on the event loop, 20,000 rows stalled it 1 s.
+        merged, errors = await asyncio.to_thread(_merge, existing, by_volume)
         fills = _fill(merged, tapes, default_capacity or LTO9.capacity_bytes, errors)
         if errors:
             raise CatalogImportError(errors)

@@ -112,11 +112,16 @@ def _import_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--server-path", action="store_true", help="FILE is a path on the daemon's host"
     )
+    parser.add_argument(
+        "--force", action="store_true", help="with --replace: accept a FILE with no rows"
+    )
 
 
 @command("catalog import", "load copies from a catalog CSV", _import_arguments)
 def catalog_import(args: argparse.Namespace, client: Client) -> int:
     body: dict[str, Any] = {"replace": args.replace}
+    if args.force:
+        body["force"] = True
     if args.server_path:
         body["path"] = str(Path(args.file).absolute())
     else:

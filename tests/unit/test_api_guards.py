@@ -1,0 +1,209 @@
+"""Input decoding, role table, connection caps, catalog file checks, long-poll wake-ups
+(issue 17 points 4, 7, 8, 9; the attacks themselves run against real daemons in
+tests/acceptance/test_api_limits.py and test_api_roles.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from structlog.testing import capture_logs
+
+from tssd.api.admission import Admission, Overloaded
+from tssd.api.catalog_file import has_rows, read_catalog_file
+from tssd.api.connections import connection_caps
+from tssd.api.inputs import MAX_DEPTH, decode_json
+from tssd.api.roles import Role, admin_only, allowed
+from tssd.config.sections import LimitsSettings
+from tssd.db.engine import create_engine, session_factory
+from tssd.db.models import Base, State
+from tssd.db.store import RequestStore
+from tssd.errors import InvalidRequest
+from tssd.submit import parse_submit
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"[" * 1000 + b"]" * 1000,
+        b'{"a":' * (MAX_DEPTH + 1) + b"1" + b"}" * (MAX_DEPTH + 1),
+        b'{"path": "/p/\\ud800"}',
+        b'["\\uDFFF"]',
+        b'{"\\udc80": 1}',
+        b'{"path": "\xff"}',
+        b"{",
+    ],
+)
+def test_undecodable_bodies_are_invalid_requests(raw: bytes) -> None:
+    with pytest.raises(InvalidRequest):
+        decode_json(raw)
+
+
+def test_real_bodies_decode() -> None:
+    assert decode_json(b'{"path": "/p/\\u00e9 [x] {y}", "n": [[1]]}') == {
+        "path": "/p/\u00e9 [x] {y}",
+        "n": [[1]],
+    }
+    # A surrogate pair is a real character, not a lone surrogate.
+    assert decode_json(b'["\\ud83d\\ude00"]') == ["\U0001f600"]
+    bulk = b'{"requests": [' + b",".join([b'{"kind": "recall"}'] * 5000) + b"]}"
+    assert len(decode_json(bulk)["requests"]) == 5000
+
+
+@given(st.recursive(st.none() | st.integers() | st.text(), lambda c: st.lists(c, max_size=3)))
+def test_any_value_tssd_could_send_round_trips(value: Any) -> None:
+    import json
+
+    raw = json.dumps(value).encode()
+    try:
+        assert decode_json(raw) == value
+    except InvalidRequest:
+        # Only what holds a lone surrogate or nests too deep may be refused.
+        assert "\\ud" in raw.decode().lower() or raw.count(b"[") > MAX_DEPTH
+
+
+def test_roles() -> None:
+    assert allowed(Role.ADMIN, "POST", "/v1/catalog/import")
+    assert not allowed(Role.READ, "POST", "/v1/catalog/import")
+    assert not allowed(Role.POOL, "POST", "/v1/catalog/import")
+    assert allowed(Role.READ, "GET", "/v1/catalog/export")
+    assert allowed(Role.READ, "POST", "/v1/requests/query")
+    assert not allowed(Role.READ, "POST", "/v1/requests")
+    assert allowed(Role.POOL, "POST", "/v1/requests/obtain")
+    assert allowed(Role.POOL, "POST", "/v1/requests/{id}/cancel")
+    assert not allowed(Role.POOL, "GET", "/v1/requests")
+    assert not allowed(Role.POOL, "GET", "/v1/catalog/export")
+    for route in ("/v1/queues/{name}", "/v1/drives/{name}/enable", "/v1/requests/{id}/retry"):
+        method = "PATCH" if "queues" in route else "POST"
+        assert admin_only(method, route), route
+
+
+def test_connection_caps_keep_the_unix_share() -> None:
+    # A default daemon under a 1024-descriptor limit: TCP gets what is left, never all.
+    caps = connection_caps(1024, tcp=1000, unix=4000, reserve=256)
+    assert caps.unix + caps.tcp + 256 <= 1024 and caps.unix > 0
+    caps = connection_caps(1024, tcp=1000, unix=200, reserve=100)
+    assert caps == type(caps)(tcp=724, unix=200)
+    caps = connection_caps(1 << 20, tcp=1000, unix=4000, reserve=256)
+    assert caps == type(caps)(tcp=1000, unix=4000)
+
+
+def test_catalog_file_must_be_a_small_regular_file(tmp_path: Path) -> None:
+    good = tmp_path / "good.csv"
+    good.write_text("pnfsid,volume,seq,size,storage_class,written_at\nAB,V1,1,1,a:b,2020\n")
+    assert has_rows(read_catalog_file(str(good), 1000))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.csv"
+    link.symlink_to(good)
+    for path, why in ((fifo, "not a regular file"), ("/dev/zero", "not a regular file"),
+                      (link, "symbolic links"), (tmp_path, "not a regular file")):  # fmt: skip
+        with pytest.raises(InvalidRequest, match=why):
+            read_catalog_file(str(path), 1000)
+    with pytest.raises(InvalidRequest, match="catalog_import_max_bytes"):
+        read_catalog_file(str(good), 10)
+    assert not has_rows("pnfsid,volume,seq,size,storage_class,written_at\n\n")
+    assert not has_rows("")
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[RequestStore]:
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'w.db'}")
+    async with engine.begin() as conn:
+        await conn.run_sync(Base.metadata.create_all)
+    try:
+        yield RequestStore(session_factory(engine), postgres=False)
+    finally:
+        await engine.dispose()
+
+
+async def test_long_polls_read_the_database_only_when_woken(store: RequestStore) -> None:
+    """4,000 waiters re-read the database every 2 s (issue 17.8): now each reads once when
+    it starts and once when a state change (or its timeout) wakes it."""
+    specs = [parse_submit({"kind": "recall", "pnfsid": f"{i:04X}", "path": f"/p/{i}"})
+             for i in range(1, 201)]  # fmt: skip
+    rows = [row for _, row in await store.submit(specs)]
+    reads = 0
+    real_get = store.get
+
+    async def counting_get(request_id: int) -> Any:
+        nonlocal reads
+        reads += 1
+        return await real_get(request_id)
+
+    store.get = counting_get  # type: ignore[method-assign]
+    waiters = [asyncio.create_task(store.wait(r.id, timeout=4.5)) for r in rows]
+    await asyncio.sleep(2.5)  # past the old 2 s re-read
+    assert reads == len(rows)
+    await store.transition([r.id for r in rows[:100]], (State.QUEUED,), State.CANCELLED)
+    finished = await asyncio.gather(*waiters[:100])
+    assert all(done for _, done in finished)
+    assert reads == len(rows) + 100
+    rest = await asyncio.gather(*waiters[100:])
+    assert not any(done for _, done in rest)
+    assert reads == 2 * len(rows)
+
+
+async def test_admission_reserves_for_submits_in_flight() -> None:
+    """Concurrent bulk submits each passed the same check and together went past the
+    limit (measured by benchmarks/admission_load.py): a submit now reserves its share."""
+    settings = LimitsSettings(max_open_requests=10, retry_after_s=3)
+    admission = Admission(settings, store=None)  # type: ignore[arg-type]
+    with capture_logs() as logs:
+        admission.admit(6)
+        with pytest.raises(Overloaded) as refused:
+            admission.admit(5)
+        assert refused.value.retry_after_s == 3 and refused.value.exit_code == 72
+        admission.settle(6, 2)  # four of the six attached to requests already open
+        assert admission.open_requests == 2
+        admission.admit(8)
+        with pytest.raises(Overloaded, match="max_open_requests"):
+            admission.admit(1)
+    assert admission.refused == 2
+    # Refusals are logged, at most one line per interval.
+    assert [e["event"] for e in logs] == ["admission.refused"]
+
+
+def test_the_descriptor_limit_is_raised_to_the_hard_limit() -> None:
+    code = "from tssd.api.connections import raise_nofile; print(raise_nofile())"
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def lower() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        preexec_fn=lower,
+    )  # fmt: skip
+    assert int(out.stdout) == hard
+
+
+async def test_only_lag_tssd_causes_refuses_submits() -> None:
+    """A loop held up by other processes (here: a sleep, which uses no CPU) is not tssd's
+    overload; a loop busy with tssd's own work (here: a spin) is."""
+    settings = LimitsSettings(max_loop_lag_s=0.2)
+    admission = Admission(settings, store=None)  # type: ignore[arg-type]
+    watcher = asyncio.create_task(admission._watch_loop())
+    try:
+        await asyncio.sleep(0.15)
+        time.sleep(0.5)  # the loop blocked, but not computing
+        await asyncio.sleep(0.15)
+        admission.admit()
+        end = time.thread_time() + 0.5
+        while time.thread_time() < end:  # the loop computing (0.5 s of its own CPU)
+            pass
+        await asyncio.sleep(0.15)
+        with pytest.raises(Overloaded, match="event loop"):
+            admission.admit()
+    finally:
+        watcher.cancel()
