@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tssd.backends.sim.catalog_csv import CatalogRow
-from tssd.backends.sim.profiles import Profile, get_profile
 from tssd.simulate.bound import lower_bound
 from tssd.simulate.campaign import Arrival, copies_by_pnfsid
 from tssd.simulate.command import simulate
 from tssd.simulate.exhaustive import best_makespan_s
 from tssd.simulate.runner import Options
+from tssd.tape.geometry import Profile, get_profile
 
 T0 = datetime(2020, 1, 1, tzinfo=UTC)
 LTO9 = get_profile("lto9")

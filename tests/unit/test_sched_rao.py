@@ -54,8 +54,9 @@ def test_tour_beats_position_order_on_dense_reads() -> None:
         spans = half_of_a_tape(7)
         ordered = order_reads(items_at(spans), DriveState("d"), profile, "auto")
         saved = 1 - order_cost(spans_of(ordered), 0, profile) / order_cost(spans, 0, profile)
-        # Measured: about 18 % (LTO-9) and 25 % (T10000D) of the locate and rewind time.
-        assert saved > 0.10, (profile.name, saved)
+        # Measured: about 9 % (LTO-9, locate calibrated from BOT, rewind in IBM's steps,
+        # which no order changes) and 25 % (T10000D) of the locate and rewind time.
+        assert saved > 0.05, (profile.name, saved)
 
 
 def test_auto_keeps_position_order_without_a_timing_model() -> None:

@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tssd.backends.base import ReadItem
-from tssd.backends.sim.profiles import LTO9, Profile
 from tssd.scheduler.drives import DriveState
+from tssd.tape.geometry import LTO9, Profile
 
 #: Above this many files a batch keeps position order: the tour costs about
 #: runs x wraps model evaluations, and a batch this large is one whole tape anyway.
@@ -68,7 +68,10 @@ def _runs(spans: Sequence[tuple[int, int]]) -> list[_Run]:
 
 
 def order_cost(spans: Sequence[tuple[int, int]], head: int, profile: Profile) -> float:
-    """Model seconds of locating to read *spans* in the given order, and rewinding after."""
+    """Model seconds of locating to read *spans* in the given order, and rewinding after
+    (where the rewind depends on where the order ends: not with published steps)."""
+    if profile.rewind_steps_s:
+        return locate_total(spans, head, profile)
     return locate_total(spans, head, profile) + profile.rewind_s(
         spans[-1][0] + spans[-1][1] if spans else head, profile.capacity_bytes
     )

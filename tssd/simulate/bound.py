@@ -31,14 +31,25 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tssd.backends.sim.catalog_csv import CatalogRow
-from tssd.backends.sim.profiles import Profile
 from tssd.simulate.campaign import Arrival
+from tssd.tape.geometry import Profile
 
 MB = 10**6
+
+#: Where a tape's objects lie: (volume, [(seq, catalog offset, size)] in sequence order)
+#: -> their (start, end) on the locate model (the simulated library's true layout,
+#: tssd.backends.sim.layout).
+Layout = Callable[[str, Sequence[tuple[int, int, int]]], list[tuple[int, int]]]
+
+
+def catalog_layout(volume: str, objects: Sequence[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """Objects exactly where the catalog's sizes put them."""
+    del volume
+    return [(offset, offset + size) for _, offset, size in objects]
 
 
 @dataclass(frozen=True)
@@ -61,6 +72,7 @@ def lower_bound(
     profile: Profile,
     drives: int,
     robot_arms: int,
+    layout: Layout = catalog_layout,
 ) -> BoundTerms:
     wanted = {a.pnfsid for a in arrivals if a.pnfsid in copies}
     file_s = {p: profile.per_file_s + profile.transfer_s(copies[p][0].size) for p in wanted}
@@ -70,7 +82,7 @@ def lower_bound(
         all(c.volume not in must_tapes for c in copies[p]) for p in wanted if p not in must
     )
     mounts = len(must_tapes) + (1 if uncovered else 0)
-    locate_s, total_locates = _locate_floors(must_tapes, wanted, copies, profile)
+    locate_s, total_locates = _locate_floors(must_tapes, wanted, copies, profile, layout)
     per_tape_work = {v: profile.robot_s + profile.load_s for v in must_tapes}
     for p, row in must.items():
         per_tape_work[row.volume] += file_s[p]
@@ -123,6 +135,7 @@ def _locate_floors(
     wanted: set[str],
     copies: dict[str, list[CatalogRow]],
     profile: Profile,
+    layout: Layout,
 ) -> tuple[dict[str, float], int]:
     """Per must-tape, the sum over its forced entries of the cheapest locate into each;
     and the number of forced locates."""
@@ -134,9 +147,8 @@ def _locate_floors(
     floors: dict[str, float] = {}
     count = 0
     for volume in must_tapes:
-        entries, origins = _forced_entries(
-            sorted(rows[volume], key=lambda r: r.seq), wanted, copies
-        )
+        tape = sorted(rows[volume], key=lambda r: r.seq)
+        entries, origins = _forced_entries(tape, wanted, copies, layout)
         nearest = _Nearest(profile, origins)
         floors[volume] = sum(
             min(nearest.cheapest(t, e.excluded) for t in e.targets) for e in entries
@@ -146,7 +158,10 @@ def _locate_floors(
 
 
 def _forced_entries(
-    tape: Sequence[CatalogRow], wanted: set[str], copies: dict[str, list[CatalogRow]]
+    tape: Sequence[CatalogRow],
+    wanted: set[str],
+    copies: dict[str, list[CatalogRow]],
+    layout: Layout,
 ) -> tuple[list[_Entry], list[int]]:
     """The locates every schedule makes on one tape (its rows in sequence order), and the
     places the head can be: the beginning of the tape and the end of each requested file.
@@ -158,12 +173,14 @@ def _forced_entries(
     (the schedule may read that one instead). A run at the beginning of the tape is
     entered from BOT with no locate.
     """
-    offsets, used = [], 0
+    objects, used = [], 0
     for row in tape:
-        offsets.append(used)
+        objects.append((row.seq, used, row.size))
         used += row.size
+    spans = layout(tape[0].volume, objects) if tape else []
+    offsets = [start for start, _ in spans]
     requested = [row.pnfsid.upper() in wanted for row in tape]
-    origins = [0] + [offsets[i] + tape[i].size for i in range(len(tape)) if requested[i]]
+    origins = [0] + [spans[i][1] for i in range(len(tape)) if requested[i]]
     entries: list[_Entry] = []
     i = 0
     while i < len(tape):
@@ -177,7 +194,7 @@ def _forced_entries(
         if forced and offsets[i] != 0:
             last = forced[0]
             targets = tuple(offsets[k] for k in range(i, last + 1))
-            excluded = frozenset(offsets[k] + tape[k].size for k in range(i, last + 1))
+            excluded = frozenset(spans[k][1] for k in range(i, last + 1))
             entries.append(_Entry(targets, excluded))
         i = j + 1
     return entries, origins

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tssd.backends.sim.catalog_csv import CatalogRow
-from tssd.backends.sim.profiles import Profile
 from tssd.simulate.campaign import Arrival
+from tssd.tape.geometry import Profile
 
 #: Requests beyond which the search would take too long to be useful.
 MAX_ARRIVALS = 6

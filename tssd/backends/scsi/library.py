@@ -54,6 +54,7 @@ from tssd.errors import (
     PermanentBackendError,
     TransientBackendError,
 )
+from tssd.tape.geometry import MEDIA, Profile, media_profile
 
 log = structlog.get_logger()
 
@@ -100,6 +101,10 @@ class ScsiLibrary(TapeBackend):
     ) -> None:
         if settings.block_size < MIN_BLOCK_SIZE:
             raise ConfigError(f"scsi.block_size must be at least {MIN_BLOCK_SIZE}")
+        if settings.media and settings.media.lower() not in MEDIA:
+            raise ConfigError(
+                f"scsi.media {settings.media!r} is not one of {', '.join(sorted(MEDIA))}"
+            )
         self._settings = settings
         self._catalog = Catalog(sessions)
         self._clock = clock
@@ -159,6 +164,15 @@ class ScsiLibrary(TapeBackend):
         inventory = await self._changer.status()
         self._present = {v for v in inventory.volumes() if self._volume_re.search(v)}
         return inventory
+
+    def timing(self) -> Profile | None:
+        return MEDIA.get(self._settings.media.lower())
+
+    async def geometry(self, volume: str) -> Profile | None:
+        """The nominal geometry of the volume's media type (``scsi.media``, else its
+        barcode suffix); copies' offsets are the bytes tssd wrote before them. The drive's
+        own READ END OF WRAP POSITION is not asked (yet)."""
+        return media_profile(volume, self._settings.media)
 
     async def drives(self) -> list[DriveInfo]:
         return [DriveInfo(name=d.name, volume=d.volume) for d in self._drives.values()]
