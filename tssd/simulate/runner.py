@@ -91,10 +91,8 @@ def simulation_settings(options: Options, home: Path) -> Settings:
         time_scale=1.0, seed=options.seed, robot_arms=options.robot_arms, **dict(options.sim),
     )  # fmt: skip
     # Passes come from events (arrivals, finished sessions); the tick is only a safety net.
-    scheduler = SchedulerSettings(
-        tick_s=300.0, keep_mounted_s=60.0, shutdown_grace_s=0.0, resync_s=3600.0,
-        **dict(options.scheduler),
-    )  # fmt: skip
+    base = {"tick_s": 300.0, "keep_mounted_s": 60.0, "shutdown_grace_s": 0.0, "resync_s": 3600.0}
+    scheduler = SchedulerSettings(**{**base, **dict(options.scheduler)})
     return Settings(home=str(home), sim=sim, scheduler=scheduler)
 
 
