@@ -163,3 +163,22 @@ def test_order_reads_places_urgent_items_only_with_a_timing_model() -> None:
     assert order_reads(items, drive, LTO9, "auto", urgent=urgent)[0] is items[-1]
     assert order_reads(items, drive, LTO9, "off", urgent=urgent) == items
     assert order_reads(items, drive, None, "auto", urgent=urgent) == items
+
+
+def test_auto_tour_must_hold_over_the_estimates_spread() -> None:
+    """Positions estimated from sizes may be off by the tape's factor (3 %): a tour that
+    wins on exact positions loses on the real tape, so auto keeps position order."""
+    import dataclasses
+
+    spans = half_of_a_tape(7)
+    exact = spans_of(order_reads(items_at(spans), DriveState("d"), LTO9, "auto"))
+    estimated = dataclasses.replace(LTO9, position_spread=0.03)
+    robust = spans_of(order_reads(items_at(spans), DriveState("d"), estimated, "auto"))
+    assert robust == spans  # position order
+
+    def true_cost(order: list[tuple[int, int]], factor: float) -> float:
+        return order_cost([(int(o * factor), int(n * factor)) for o, n in order], 0, LTO9)
+
+    assert exact != spans
+    assert true_cost(exact, 1.0) < true_cost(spans, 1.0)
+    assert true_cost(exact, 1.03) > true_cost(spans, 1.03)

@@ -66,6 +66,11 @@ class Profile:
     #: the tape the mount took the head (thirds of the length for three steps); empty:
     #: ``rewind_full_s`` times the head's longitudinal position.
     rewind_steps_s: tuple[float, ...] = ()
+    #: How far the positions RAO plans on may be off, as a share of the offset: 0 when
+    #: they are exact; an estimate from object sizes is off by the tape's compression and
+    #: rewrite factor (``ESTIMATE_SPREAD``). RAO then keeps only orders that win over
+    #: that range of factors.
+    position_spread: float = 0.0
 
     # -- geometry ----------------------------------------------------------------------
 
@@ -255,6 +260,10 @@ GRIDKA_T10K = Profile(
     volume_suffix="",
     description="Oracle T10000D in an SL8500 as at GridKa, calibrated on CHEP 2019 figures",
 )
+
+#: The share by which positions estimated from object sizes may be off (per-tape
+#: compression and rewritten data sets; docs/benchmarks.md, "true layout").
+ESTIMATE_SPREAD = 0.03
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (LTO9, LTO8, LTO7, TS1160, GRIDKA_T10K)}
 

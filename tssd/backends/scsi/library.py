@@ -16,6 +16,7 @@ back to the queue and the next session writes them to the next tape.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import sys
 import uuid
@@ -54,7 +55,7 @@ from tssd.errors import (
     PermanentBackendError,
     TransientBackendError,
 )
-from tssd.tape.geometry import MEDIA, Profile, media_profile
+from tssd.tape.geometry import ESTIMATE_SPREAD, MEDIA, Profile, media_profile
 
 log = structlog.get_logger()
 
@@ -172,7 +173,10 @@ class ScsiLibrary(TapeBackend):
         """The nominal geometry of the volume's media type (``scsi.media``, else its
         barcode suffix); copies' offsets are the bytes tssd wrote before them. The drive's
         own READ END OF WRAP POSITION is not asked (yet)."""
-        return media_profile(volume, self._settings.media)
+        profile = media_profile(volume, self._settings.media)
+        if profile is None:
+            return None
+        return dataclasses.replace(profile, position_spread=ESTIMATE_SPREAD)
 
     async def drives(self) -> list[DriveInfo]:
         return [DriveInfo(name=d.name, volume=d.volume) for d in self._drives.values()]

@@ -181,7 +181,11 @@ class SimLibrary(TapeBackend):
             tape = await self._catalog.tape(volume)
             if tape is None:
                 return None
-            known = dataclasses.replace(self.profile, capacity_bytes=tape.capacity)
+            known = dataclasses.replace(
+                self.profile,
+                capacity_bytes=tape.capacity,
+                position_spread=self._settings.layout_spread,
+            )
             self._geometry[volume] = known
         return known
 
