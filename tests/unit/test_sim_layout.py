@@ -62,7 +62,12 @@ async def test_scheduler_sees_nominal_geometry_at_the_tapes_capacity(
         geometry = await lib.geometry("V1")
         assert geometry is not None
         assert geometry.capacity_bytes == 9 * TB  # the tape's, not the profile's 18 TB
-        assert dataclasses.replace(geometry, capacity_bytes=LTO9.capacity_bytes) == LTO9
+        # The nominal model, and how far its estimates may be off (the tape factor's range).
+        assert geometry.position_spread == settings.layout_spread
+        nominal = dataclasses.replace(
+            geometry, capacity_bytes=LTO9.capacity_bytes, position_spread=0
+        )
+        assert nominal == LTO9
         assert lib.timing() == LTO9
         assert await lib.geometry("NOPE") is None
         # The copy's offset is the catalog's estimate; the library reads the truth.
@@ -81,14 +86,19 @@ async def test_scsi_geometry_from_configured_media_or_barcode(
     from tssd.backends.scsi.library import ScsiLibrary
     from tssd.config import ScsiSettings
     from tssd.errors import ConfigError
-    from tssd.tape.geometry import LTO8, media_profile
+    from tssd.tape.geometry import ESTIMATE_SPREAD, LTO8, media_profile
+
+    def nominal(profile: object) -> object:
+        return dataclasses.replace(profile, position_spread=0)  # type: ignore[type-var]
 
     by_barcode = ScsiLibrary(ScsiSettings(), sessions, RealClock())
-    assert await by_barcode.geometry("ABC123L9") == LTO9
+    guessed = await by_barcode.geometry("ABC123L9")
+    assert guessed is not None and guessed.position_spread == ESTIMATE_SPREAD
+    assert nominal(guessed) == LTO9
     assert await by_barcode.geometry("ABC123") is None  # unknown: position order
     assert by_barcode.timing() is None
     configured = ScsiLibrary(ScsiSettings(media="lto8"), sessions, RealClock())
-    assert await configured.geometry("ABC123L9") == LTO8
+    assert nominal(await configured.geometry("ABC123L9")) == LTO8
     assert configured.timing() == LTO8
     assert media_profile("X", "3592") is not None
     with pytest.raises(ConfigError, match=r"scsi\.media"):
