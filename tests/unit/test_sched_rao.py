@@ -54,8 +54,9 @@ def test_tour_beats_position_order_on_dense_reads() -> None:
         spans = half_of_a_tape(7)
         ordered = order_reads(items_at(spans), DriveState("d"), profile, "auto")
         saved = 1 - order_cost(spans_of(ordered), 0, profile) / order_cost(spans, 0, profile)
-        # Measured: about 18 % (LTO-9) and 25 % (T10000D) of the locate and rewind time.
-        assert saved > 0.10, (profile.name, saved)
+        # Measured: about 9 % (LTO-9, locate calibrated from BOT, rewind in IBM's steps,
+        # which no order changes) and 25 % (T10000D) of the locate and rewind time.
+        assert saved > 0.05, (profile.name, saved)
 
 
 def test_auto_keeps_position_order_without_a_timing_model() -> None:
@@ -162,3 +163,22 @@ def test_order_reads_places_urgent_items_only_with_a_timing_model() -> None:
     assert order_reads(items, drive, LTO9, "auto", urgent=urgent)[0] is items[-1]
     assert order_reads(items, drive, LTO9, "off", urgent=urgent) == items
     assert order_reads(items, drive, None, "auto", urgent=urgent) == items
+
+
+def test_auto_tour_must_hold_over_the_estimates_spread() -> None:
+    """Positions estimated from sizes may be off by the tape's factor (3 %): a tour that
+    wins on exact positions loses on the real tape, so auto keeps position order."""
+    import dataclasses
+
+    spans = half_of_a_tape(7)
+    exact = spans_of(order_reads(items_at(spans), DriveState("d"), LTO9, "auto"))
+    estimated = dataclasses.replace(LTO9, position_spread=0.03)
+    robust = spans_of(order_reads(items_at(spans), DriveState("d"), estimated, "auto"))
+    assert robust == spans  # position order
+
+    def true_cost(order: list[tuple[int, int]], factor: float) -> float:
+        return order_cost([(int(o * factor), int(n * factor)) for o, n in order], 0, LTO9)
+
+    assert exact != spans
+    assert true_cost(exact, 1.0) < true_cost(spans, 1.0)
+    assert true_cost(exact, 1.03) > true_cost(spans, 1.03)

@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol, Self, TextIO
 
 from tssd.errors import NotSupported
+from tssd.tape.geometry import Profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +212,30 @@ class TapeBackend(abc.ABC):
     @abc.abstractmethod
     async def remove(self, bfid: str) -> None:
         """Delete one copy from the catalog. Raises ObjectNotFound if there is none."""
+
+    # -- what the scheduler may know of the media (optional) -------------------------
+
+    def timing(self) -> Profile | None:
+        """The library's nominal drive and media model, for the cost of a mount.
+
+        None when unknown: the scheduler then estimates with LTO-9 figures. Never raises.
+        """
+        return None
+
+    async def geometry(self, volume: str) -> Profile | None:
+        """The layout model the scheduler orders *volume*'s reads on (software RAO).
+
+        A media model (:class:`~tssd.tape.geometry.Profile`) whose ``capacity_bytes`` is
+        this volume's; the ``offset`` of each :class:`TapeCopy` on the volume is the copy's
+        position in it. Only what the backend can know: the drive's own report (READ END
+        OF WRAP POSITION), else the nominal geometry of the volume's media type with
+        offsets estimated from the sizes of the objects before the copy (the true layout
+        differs by compression and rewritten blocks). None when the media is unknown:
+        the scheduler then reads in position order. Raises nothing but
+        :class:`~tssd.errors.TransientBackendError` (the scheduler then reads in position
+        order too).
+        """
+        return None
 
     # -- optional catalog tools (operators, tssd simulate); absent on most backends ----
 

@@ -65,12 +65,20 @@ def _add_simulate(sub: Any) -> None:
     )
     sim.add_argument("--catalog", type=Path, help="CATALOG.csv: pnfsid,volume,seq,size,...")
     sim.add_argument("--requests", type=Path, help="REQUESTS.csv: pnfsid,at[,priority,queue]")
-    sim.add_argument("--profile", default="lto9", help="drive profile (default lto9)")
-    sim.add_argument("--drives", type=_positive, default=10, help="drives (default 10)")
+    sim.add_argument("--profile", help="drive profile (default lto9, or sim.profile)")
+    sim.add_argument("--drives", type=_positive, help="drives (default 10, or sim.drives)")
     sim.add_argument("--window", type=_positive, help="most requests outstanding at once")
     sim.add_argument("--policy", default="tssd", help="tssd (default), fifo or tss")
-    sim.add_argument("--seed", type=int, default=0, help="seed of the simulated faults")
-    sim.add_argument("--robot-arms", type=_positive, default=2, help="robot arms (default 2)")
+    sim.add_argument("--seed", type=int, help="seed of the simulated faults and layout")
+    sim.add_argument("--robot-arms", type=_positive, help="robot arms (default 2)")
+    sim.add_argument(
+        "--config", dest="sim_config", metavar="PATH",
+        help="the TOML file of 'tssd serve': its [scheduler] and [sim] settings apply",
+    )  # fmt: skip
+    sim.add_argument(
+        "--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+        help="override one [scheduler] or [sim] setting (repeatable)",
+    )  # fmt: skip
     sim.add_argument("--report", type=Path, help="also write the JSON report here")
     sim.add_argument("--plot", type=Path, help="write a throughput-over-time PNG here")
     sim.add_argument("--list-profiles", action="store_true", help="print the drive profiles")
@@ -137,7 +145,6 @@ def _run(coro: Coroutine[Any, Any, int]) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     from tssd.simulate.command import list_profiles, simulate
-    from tssd.simulate.runner import Options
 
     if args.list_profiles:
         profiles = list_profiles()
@@ -150,18 +157,32 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.catalog is None or args.requests is None:
         print("tssd: simulate needs --catalog and --requests", file=sys.stderr)
         return 2
-    options = Options(
-        catalog=args.catalog, requests=args.requests, profile=args.profile,
-        drives=args.drives, window=args.window, policy=args.policy, seed=args.seed,
-        robot_arms=args.robot_arms,
-    )  # fmt: skip
     try:
+        options = _simulate_options(args)
         report = simulate(options, args.report, args.plot)
     except (OSError, TssdError) as exc:
         print(f"tssd: simulate: {exc}", file=sys.stderr)
         return 3 if isinstance(exc, ConfigError) else 1
     print(json.dumps(report, indent=2))
     return 0
+
+
+def _simulate_options(args: argparse.Namespace) -> Any:
+    """Options from the configuration file, ``--set`` and the flags (which win)."""
+    from tssd.simulate.runner import Options
+    from tssd.simulate.settings import apply_sets, overrides
+
+    settings, origin = load_settings(args.sim_config or args.config)
+    settings = apply_sets(settings, origin, args.set)
+    fields: dict[str, Any] = {"profile": "lto9", "drives": 10, "robot_arms": 2, "seed": 0}
+    fields.update(overrides(settings, origin))
+    for name in ("profile", "drives", "robot_arms", "seed"):
+        if getattr(args, name) is not None:
+            fields[name] = getattr(args, name)
+    return Options(
+        catalog=args.catalog, requests=args.requests, window=args.window, policy=args.policy,
+        **fields,
+    )  # fmt: skip
 
 
 async def _serve(settings: Settings) -> int:

@@ -232,6 +232,21 @@ class SimSettings:
         ),
     )
     seed: int = field(default=0, metadata=_doc("Seed of the simulated library's error injection."))
+    layout_spread: float = field(
+        default=0.03,
+        metadata=_doc(
+            "True layout of the simulated tapes: physical bytes per object byte vary per "
+            "tape uniformly within 1 +- this (compression, rewritten data sets); the "
+            "scheduler does not know it. 0 = exactly the catalog sizes."
+        ),
+    )
+    file_spread: float = field(
+        default=0.02,
+        metadata=_doc(
+            "True layout: standard deviation of each object's own factor on its physical "
+            "size (headers, file mark, compressibility). 0 = none."
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -301,6 +316,14 @@ class ScsiSettings:
     )
     emulation_capacity: int = field(
         default=1024**3, metadata=_doc("Bytes per cartridge of a new emulated library.")
+    )
+    media: str = field(
+        default="",
+        metadata=_doc(
+            "Media type of the cartridges, for software RAO on its nominal geometry: lto7, "
+            "lto8, lto9, 3592 or t10k. Empty: each tape's barcode suffix (L7, L8, M8, L9, "
+            "JE) tells, and tapes without one are read in position order."
+        ),
     )
 
 

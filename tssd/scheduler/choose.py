@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tssd.backends.sim.profiles import Profile
 from tssd.clock import Clock
 from tssd.config import SchedulerSettings
 from tssd.db.models import utcnow
@@ -22,6 +21,7 @@ from tssd.scheduler.cost import Context, QueuePolicy, Verdict, evaluate, urgent_
 from tssd.scheduler.drives import DriveManager
 from tssd.scheduler.planner import Planner
 from tssd.scheduler.queues import load_pending, load_queues
+from tssd.tape.geometry import Profile
 
 log = structlog.get_logger()
 

@@ -25,22 +25,23 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from tssd.backends.sim.profiles import LTO9, Profile
 from tssd.config import SchedulerSettings
 from tssd.scheduler.planner import TapeQueue
+from tssd.tape.geometry import LTO9, Profile
 
 #: Used when the backend exposes no timing profile (real libraries): LTO-9 figures.
 DEFAULT_PROFILE = LTO9
 
 
 def timing_of(backend: object) -> Profile | None:
-    """The backend's own timing profile (``profile`` attribute), None for real libraries."""
-    profile = getattr(backend, "profile", None)
+    """The backend's nominal media model (:meth:`TapeBackend.timing`), None if unknown."""
+    timing = getattr(backend, "timing", None)
+    profile = timing() if callable(timing) else None
     return profile if isinstance(profile, Profile) else None
 
 
 def profile_of(backend: object) -> Profile:
-    """The backend's timing profile when it has one, else LTO-9 figures."""
+    """The backend's nominal media model when it has one, else LTO-9 figures."""
     return timing_of(backend) or DEFAULT_PROFILE
 
 
@@ -90,7 +91,9 @@ NO_POLICY = QueuePolicy()
 
 def mount_cost_s(profile: Profile) -> float:
     """Drive time of one mount cycle: fetch and load, then rewind, unload and put back."""
-    return profile.mount_s() + profile.rewind_full_s / 2 + profile.unload_s + profile.robot_s
+    return (
+        profile.mount_s() + profile.typical_unload_rewind_s() + profile.unload_s + profile.robot_s
+    )
 
 
 def service_s(tape: TapeQueue, profile: Profile, *, mounted: bool) -> tuple[float, float]:

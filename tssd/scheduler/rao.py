@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tssd.backends.base import ReadItem
-from tssd.backends.sim.profiles import LTO9, Profile
 from tssd.scheduler.drives import DriveState
+from tssd.tape.geometry import LTO9, Profile
 
 #: Above this many files a batch keeps position order: the tour costs about
 #: runs x wraps model evaluations, and a batch this large is one whole tape anyway.
@@ -68,7 +68,10 @@ def _runs(spans: Sequence[tuple[int, int]]) -> list[_Run]:
 
 
 def order_cost(spans: Sequence[tuple[int, int]], head: int, profile: Profile) -> float:
-    """Model seconds of locating to read *spans* in the given order, and rewinding after."""
+    """Model seconds of locating to read *spans* in the given order, and rewinding after
+    (where the rewind depends on where the order ends: not with published steps)."""
+    if profile.rewind_steps_s:
+        return locate_total(spans, head, profile)
     return locate_total(spans, head, profile) + profile.rewind_s(
         spans[-1][0] + spans[-1][1] if spans else head, profile.capacity_bytes
     )
@@ -197,6 +200,41 @@ def insert_early(
     return out
 
 
+def spread_factors(profile: Profile) -> tuple[float, ...]:
+    """Scale factors of the estimated positions that RAO's choice must hold over."""
+    s = profile.position_spread
+    return (1.0,) if s <= 0 else (1.0 - s, 1.0 - s / 2, 1.0, 1.0 + s / 2, 1.0 + s)
+
+
+def _scaled(spans: Sequence[tuple[int, int]], factor: float) -> list[tuple[int, int]]:
+    if factor == 1.0:
+        return list(spans)
+    return [(int(o * factor), int(n * factor)) for o, n in spans]
+
+
+def _robust_order(
+    late: list[int], offsets: Sequence[tuple[int, int]], head: int, profile: Profile
+) -> list[int]:
+    """The tour, if it beats position order by 1 % on average over the spread's factors,
+    else position order.
+
+    Where positions are estimates, a tour that leans on a neighbouring wrap lying right
+    beside the head may find it a wrap away on the real tape; position order moves
+    forward along the tape and barely depends on the estimate.
+    """
+    spans = [offsets[i] for i in late]
+    views = [(f, _scaled(spans, f)) for f in spread_factors(profile)]
+
+    def mean_cost(order: Sequence[int]) -> float:
+        total = sum(order_cost([v[i] for i in order], int(head * f), profile) for f, v in views)
+        return total / len(views)
+
+    tour = rao_order(spans, head, profile)
+    if mean_cost(tour) < 0.99 * mean_cost(range(len(late))):
+        return [late[i] for i in tour]
+    return late
+
+
 def inserts_urgent(profile: Profile | None, mode: str) -> bool:
     """Whether :func:`order_reads` places higher-priority files itself (else: read them
     in a pass of their own first)."""
@@ -234,11 +272,10 @@ def order_reads(
     early = [i for i, item in enumerate(items) if id(item) in urgent]
     if not late:  # all of one priority: nothing to put before the rest
         late, early = early, []
-    order = [late[i] for i in rao_order([offsets[i] for i in late], drive.head_offset, profile)]
     if mode == "auto":
-        rao_s = order_cost([offsets[i] for i in order], drive.head_offset, profile)
-        if rao_s >= 0.99 * order_cost([offsets[i] for i in late], drive.head_offset, profile):
-            order = late
+        order = _robust_order(late, offsets, drive.head_offset, profile)
+    else:
+        order = [late[i] for i in rao_order([offsets[i] for i in late], drive.head_offset, profile)]
     if early:
         within = {i: urgent[id(items[i])] for i in early}
         order = insert_early(order, within, offsets, drive.head_offset, profile)

@@ -26,7 +26,6 @@ from tssd.backends.base import (
     WriteItem,
     WriteResult,
 )
-from tssd.backends.sim.profiles import Profile
 from tssd.backpressure import Backpressure
 from tssd.clock import Offload, inline
 from tssd.db.models import Kind, Request, State, utcnow
@@ -35,7 +34,7 @@ from tssd.errors import ChecksumMismatch, TransientBackendError, TssdError
 from tssd.health import Health, record_failure, record_success
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
-from tssd.scheduler.cost import profile_of, timing_of
+from tssd.scheduler.cost import profile_of
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.intake import unpaused
 from tssd.scheduler.planner import Entry
@@ -44,6 +43,7 @@ from tssd.scheduler.rao import OFFLOAD_ABOVE, inserts_urgent, order_reads
 from tssd.scheduler.tiers import PriorityTiers
 from tssd.scheduler.writable import WritableBatches
 from tssd.submit import make_uri
+from tssd.tape.geometry import Profile
 
 log = structlog.get_logger()
 
@@ -77,8 +77,9 @@ class SessionRunner(PriorityTiers, WritableBatches):
         #: Order of reads in a batch: off (position), on (RAO), auto (the cheaper).
         self.rao = rao
         self.profile = profile_of(backend)
-        #: The backend's own timing model, for RAO (None: a real library's drives).
-        self.timing: Profile | None = timing_of(backend)
+        #: Per volume, the layout model RAO plans on (TapeBackend.geometry; None: unknown,
+        #: position order). Asked once per volume: a cartridge's geometry does not change.
+        self.layouts: dict[str, Profile | None] = {}
         #: Whether higher-priority requests of tapes other than the given one wait for a
         #: drive (set by the scheduler): a session that came for urgent requests then
         #: leaves its ordinary ones for later.
@@ -119,6 +120,7 @@ class SessionRunner(PriorityTiers, WritableBatches):
         only those when another tape's would be late.
         """
         await self.drives.ensure_mounted(drive, volume, "recall")
+        await self._learn_layout(volume)
         if self.policy.files_per_session is not None:
             await self._pass(drive, volume, queues, None)
             return
@@ -131,7 +133,7 @@ class SessionRunner(PriorityTiers, WritableBatches):
             # read in the same pass, the urgent requests placed early in its read order.
             combine = (
                 tier is not None
-                and inserts_urgent(self.timing, self.rao)
+                and inserts_urgent(self.layouts.get(volume), self.rao)
                 and (ordinary_read or not self.urgent_elsewhere(volume))
             )
             if await self._pass(drive, volume, queues, tier, combine=combine):
@@ -225,10 +227,20 @@ class SessionRunner(PriorityTiers, WritableBatches):
         if self.planner is not None and entries:
             self.planner.add(entries)
 
+    async def _learn_layout(self, volume: str) -> None:
+        if volume in self.layouts or self.rao == "off":
+            return
+        try:
+            self.layouts[volume] = await self.backend.geometry(volume)
+        except TransientBackendError as exc:
+            log.warning("recall.geometry.unknown", volume=volume, error=str(exc))
+            return  # position order this time; asked again at the next mount
+
     async def _read_batch(self, drive: DriveState, volume: str, claimed: list[Request]) -> None:
         pending = {r.id: r for r in claimed}
         floor = self._tiers.get(drive.name) or 0
-        placed = inserts_urgent(self.timing, self.rao)
+        layout = self.layouts.get(volume)
+        placed = inserts_urgent(layout, self.rao)
         # Higher-priority requests claimed with the pass: placed early in the read order
         # when RAO can, else read first once they are due (see _interrupted).
         held = self._held[drive.name] = {
@@ -244,7 +256,7 @@ class SessionRunner(PriorityTiers, WritableBatches):
             }
 
             def order() -> list[ReadItem]:
-                return order_reads(batch, drive, self.timing, self.rao, urgent=urgent)
+                return order_reads(batch, drive, layout, self.rao, urgent=urgent)
 
             items = await self.offload(order) if len(batch) > OFFLOAD_ABOVE else order()
             async for result in self.backend.read(drive.name, items):

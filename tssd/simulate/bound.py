@@ -3,38 +3,53 @@
 Each term counts only work that every schedule must do, with the cheapest possible
 cost, so the maximum of the terms is still a bound (derivation in docs/benchmarks.md):
 
-1. Arrival: a file that arrives at ``at`` is not read before ``at + per_file + transfer``.
-2. Drive work: every file costs ``per_file + transfer`` on some drive; every tape that
-   must be mounted costs one ``robot + load``; with more such tapes than drives, each
-   extra mount follows a dismount (``unload + robot``); every locate that cannot be avoided
-   costs at least ``locate_base``. Spread evenly over the drives.
+1. Arrival: no request finishes before it arrives, and the first request for a file not
+   before ``at + per_file + transfer`` (a later one may join it while it is open).
+2. Drive work: every requested file costs ``per_file + transfer`` on some drive (once,
+   however often it is requested); every tape that must be mounted costs one
+   ``robot + load``; with more such tapes than drives, each extra mount follows a
+   dismount (``unload + robot``); every locate that cannot be avoided costs at least the
+   cheapest locate it can be. Spread evenly over the drives.
 3. One tape: a tape's own work cannot be split across drives.
 4. The robot: every mount and every forced dismount is one robot move; arms work in
    parallel.
 
-A tape *must* be mounted when it holds the only copy of a requested file. Files with
-several copies may avoid any given tape; if one of them has no copy on a must tape, at
-least one more mount is needed. Unavoidable locates on a must tape: the maximal runs of
-consecutive requested sequence numbers (any copy) that contain a must file, less one if
-such a run starts at the beginning of the tape, because reading the next file costs no
-locate and nothing else does. Each such locate costs at least the cheapest locate into
-the run's first file from any place the head can be: the beginning of the tape, or the
-end of a requested file on that tape (the head moves only by locating to a file it reads
-and by reading it).
+A tape *must* be mounted when it holds every copy of a requested file. Files with copies
+on several tapes may avoid any given tape; if one of them has no copy on a must tape, at
+least one more mount is needed. Unavoidable locates on a must tape: requested files next
+to each other on tape (any copy) form a run, read without locating; a run that holds a
+file whose only copy in the catalog is there must be entered by a locate, unless it starts
+at the beginning of the tape. The schedule may enter it at any of its files up to the
+first such file (the ones before may be read from other copies), so the locate is charged
+the cheapest into any of them from any place the head can be: the beginning of the tape,
+or the end of a requested file on that tape (the head moves only by locating to a file it
+reads and by reading it), except the ends of the run's own files up to that entry, which
+it has not read yet.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tssd.backends.sim.catalog_csv import CatalogRow
-from tssd.backends.sim.profiles import Profile
 from tssd.simulate.campaign import Arrival
+from tssd.tape.geometry import Profile
 
 MB = 10**6
+
+#: Where a tape's objects lie: (volume, [(seq, catalog offset, size)] in sequence order)
+#: -> their (start, end) on the locate model (the simulated library's true layout,
+#: tssd.backends.sim.layout).
+Layout = Callable[[str, Sequence[tuple[int, int, int]]], list[tuple[int, int]]]
+
+
+def catalog_layout(volume: str, objects: Sequence[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """Objects exactly where the catalog's sizes put them."""
+    del volume
+    return [(offset, offset + size) for _, offset, size in objects]
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,7 @@ def lower_bound(
     profile: Profile,
     drives: int,
     robot_arms: int,
+    layout: Layout = catalog_layout,
 ) -> BoundTerms:
     wanted = {a.pnfsid for a in arrivals if a.pnfsid in copies}
     file_s = {p: profile.per_file_s + profile.transfer_s(copies[p][0].size) for p in wanted}
@@ -66,14 +82,12 @@ def lower_bound(
         all(c.volume not in must_tapes for c in copies[p]) for p in wanted if p not in must
     )
     mounts = len(must_tapes) + (1 if uncovered else 0)
-    heads = _unavoidable_locates(wanted, must, copies)
-    locate_s = _locate_floors(heads, wanted, copies, profile)
+    locate_s, total_locates = _locate_floors(must_tapes, wanted, copies, profile, layout)
     per_tape_work = {v: profile.robot_s + profile.load_s for v in must_tapes}
     for p, row in must.items():
         per_tape_work[row.volume] += file_s[p]
     for volume, seconds in locate_s.items():
         per_tape_work[volume] += seconds
-    total_locates = sum(len(h) for h in heads.values())
     extra = max(0, mounts - drives)
     work = (
         sum(file_s.values())
@@ -81,9 +95,8 @@ def lower_bound(
         + extra * (profile.unload_s + profile.robot_s)
         + sum(locate_s.values())
     )
-    arrival = max((a.at + file_s[a.pnfsid] for a in arrivals if a.pnfsid in file_s), default=0.0)
     return BoundTerms(
-        arrival_s=arrival,
+        arrival_s=_arrival_term(arrivals, file_s),
         drive_work_s=work / max(1, drives),
         single_tape_s=max(per_tape_work.values(), default=0.0),
         robot_s=(mounts + extra) * profile.robot_s / max(1, robot_arms),
@@ -92,52 +105,99 @@ def lower_bound(
     )
 
 
-def _unavoidable_locates(
-    wanted: set[str], must: dict[str, CatalogRow], copies: dict[str, list[CatalogRow]]
-) -> dict[str, list[int]]:
-    """Per must-tape, the first sequence number of each run that needs a locate."""
-    must_tapes = {row.volume for row in must.values()}
-    positions: dict[str, dict[int, bool]] = {v: {} for v in must_tapes}
-    for p in wanted:
-        for c in copies[p]:
-            if c.volume in positions:
-                is_must = p in must
-                positions[c.volume][c.seq] = positions[c.volume].get(c.seq, False) or is_must
-    result: dict[str, list[int]] = {}
-    for volume, seqs in positions.items():
-        runs = _runs(sorted(seqs))
-        result[volume] = [r[0] for r in runs if any(seqs[s] for s in r) and r[0] != 1]
-    return result
+def _arrival_term(arrivals: Sequence[Arrival], file_s: dict[str, float]) -> float:
+    """No request finishes before it arrives, and the first of a file not before its read.
+
+    A later request for the same pnfsid may join the first while that is still open
+    (one open request per file), so only the first arrival of each file is charged a read.
+    """
+    first: set[str] = set()
+    latest = 0.0
+    for a in sorted(arrivals, key=lambda a: a.at):
+        if a.pnfsid not in file_s:
+            continue
+        latest = max(latest, a.at + (file_s[a.pnfsid] if a.pnfsid not in first else 0.0))
+        first.add(a.pnfsid)
+    return latest
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A run that needs a locate: the offsets it may be entered at, and the origins that
+    cannot precede that entry (ends of its own files up to its first forced file)."""
+
+    targets: tuple[int, ...]
+    excluded: frozenset[int]
 
 
 def _locate_floors(
-    heads: dict[str, list[int]],
+    must_tapes: set[str],
     wanted: set[str],
     copies: dict[str, list[CatalogRow]],
     profile: Profile,
-) -> dict[str, float]:
-    """Per must-tape, the sum over its run heads of the cheapest locate into each."""
-    sizes: dict[str, dict[int, int]] = defaultdict(dict)
-    requested: dict[str, set[int]] = defaultdict(set)
-    for pnfsid, rows in copies.items():
-        for row in rows:
-            if row.volume in heads:
-                sizes[row.volume][row.seq] = row.size
-                if pnfsid in wanted:
-                    requested[row.volume].add(row.seq)
+    layout: Layout,
+) -> tuple[dict[str, float], int]:
+    """Per must-tape, the sum over its forced entries of the cheapest locate into each;
+    and the number of forced locates."""
+    rows: dict[str, list[CatalogRow]] = defaultdict(list)
+    for pnfsid_rows in copies.values():
+        for row in pnfsid_rows:
+            if row.volume in must_tapes:
+                rows[row.volume].append(row)
     floors: dict[str, float] = {}
-    for volume, firsts in heads.items():
-        offsets, used = {}, 0
-        for seq in sorted(sizes[volume]):
-            offsets[seq] = used
-            used += sizes[volume][seq]
-        origins = [0] + [offsets[s] + sizes[volume][s] for s in requested[volume]]
-        # A gap in the sequence numbers is no gap on tape: the head is already there.
-        at_origin = set(origins)
-        targets = [offsets[s] for s in firsts if offsets[s] not in at_origin]
+    count = 0
+    for volume in must_tapes:
+        tape = sorted(rows[volume], key=lambda r: r.seq)
+        entries, origins = _forced_entries(tape, wanted, copies, layout)
         nearest = _Nearest(profile, origins)
-        floors[volume] = sum(nearest.cheapest(offset) for offset in targets)
-    return floors
+        floors[volume] = sum(
+            min(nearest.cheapest(t, e.excluded) for t in e.targets) for e in entries
+        )
+        count += len(entries)
+    return floors, count
+
+
+def _forced_entries(
+    tape: Sequence[CatalogRow],
+    wanted: set[str],
+    copies: dict[str, list[CatalogRow]],
+    layout: Layout,
+) -> tuple[list[_Entry], list[int]]:
+    """The locates every schedule makes on one tape (its rows in sequence order), and the
+    places the head can be: the beginning of the tape and the end of each requested file.
+
+    Requested files next to each other on tape form a run, read with no locate between
+    them. A run holding a file whose only copy is this one (a *forced* file) must be
+    entered, by a locate, at one of its files up to the first forced one: a run may be
+    entered past files that have another copy elsewhere, or a second copy on this tape
+    (the schedule may read that one instead). A run at the beginning of the tape is
+    entered from BOT with no locate.
+    """
+    objects, used = [], 0
+    for row in tape:
+        objects.append((row.seq, used, row.size))
+        used += row.size
+    spans = layout(tape[0].volume, objects) if tape else []
+    offsets = [start for start, _ in spans]
+    requested = [row.pnfsid.upper() in wanted for row in tape]
+    origins = [0] + [spans[i][1] for i in range(len(tape)) if requested[i]]
+    entries: list[_Entry] = []
+    i = 0
+    while i < len(tape):
+        if not requested[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(tape) and requested[j + 1]:
+            j += 1
+        forced = [k for k in range(i, j + 1) if len(copies[tape[k].pnfsid.upper()]) == 1]
+        if forced and offsets[i] != 0:
+            last = forced[0]
+            targets = tuple(offsets[k] for k in range(i, last + 1))
+            excluded = frozenset(spans[k][1] for k in range(i, last + 1))
+            entries.append(_Entry(targets, excluded))
+        i = j + 1
+    return entries, origins
 
 
 class _Nearest:
@@ -147,28 +207,34 @@ class _Nearest:
     three sorted lists: per wrap, per band and overall, charged its wrap and band change
     for the wider lists; the nearest origin of each list (by travel) gives that list's
     cheapest, and the minimum of the three is exact, since every origin appears at its
-    true cost in the narrowest list it belongs to and above it in the wider ones.
+    true cost in the narrowest list it belongs to and above it in the wider ones. Origins
+    the caller excludes are stepped over (a run's own file ends: few).
     """
 
     def __init__(self, profile: Profile, origins: Sequence[int]) -> None:
         self.profile, self.capacity = profile, profile.capacity_bytes
-        self.by_wrap: dict[int, list[float]] = defaultdict(list)
-        self.by_band: dict[int, list[float]] = defaultdict(list)
-        self.every: list[float] = []
-        for offset in origins:
+        self.origins = set(origins)
+        by_wrap: dict[int, list[tuple[float, int]]] = defaultdict(list)
+        by_band: dict[int, list[tuple[float, int]]] = defaultdict(list)
+        every: list[tuple[float, int]] = []
+        for offset in self.origins:
             x = profile.longitudinal(offset, self.capacity)
-            self.by_wrap[profile.wrap_of(offset, self.capacity)].append(x)
-            self.by_band[profile.band_of(offset, self.capacity)].append(x)
-            self.every.append(x)
-        for xs in (*self.by_wrap.values(), *self.by_band.values(), self.every):
-            xs.sort()
+            by_wrap[profile.wrap_of(offset, self.capacity)].append((x, offset))
+            by_band[profile.band_of(offset, self.capacity)].append((x, offset))
+            every.append((x, offset))
+        self.by_wrap = {k: _Sorted(v) for k, v in by_wrap.items()}
+        self.by_band = {k: _Sorted(v) for k, v in by_band.items()}
+        self.every = _Sorted(every)
 
-    def cheapest(self, target: int) -> float:
+    def cheapest(self, target: int, excluded: frozenset[int] = frozenset()) -> float:
+        if target in self.origins and target not in excluded:
+            return 0.0  # the head may already be there: no locate at all
         p, cap = self.profile, self.capacity
         x = p.longitudinal(target, cap)
-        wrap_dx = _closest(self.by_wrap.get(p.wrap_of(target, cap), []), x)
-        band_dx = _closest(self.by_band.get(p.band_of(target, cap), []), x)
-        any_dx = _closest(self.every, x)
+        none = _Sorted([])
+        wrap_dx = self.by_wrap.get(p.wrap_of(target, cap), none).closest(x, excluded)
+        band_dx = self.by_band.get(p.band_of(target, cap), none).closest(x, excluded)
+        any_dx = self.every.closest(x, excluded)
         return p.locate_base_s + min(
             wrap_dx * p.locate_full_s,
             band_dx * p.locate_full_s + p.wrap_change_s,
@@ -176,17 +242,26 @@ class _Nearest:
         )
 
 
-def _closest(xs: list[float], x: float) -> float:
-    """Distance from *x* to the nearest value of sorted *xs* (infinite when empty)."""
-    i = bisect_left(xs, x)
-    return min((abs(xs[j] - x) for j in (i - 1, i) if 0 <= j < len(xs)), default=float("inf"))
+class _Sorted:
+    """Origins sorted by longitudinal position."""
 
+    def __init__(self, items: list[tuple[float, int]]) -> None:
+        items.sort()
+        self.xs = [x for x, _ in items]
+        self.offsets = [o for _, o in items]
 
-def _runs(seqs: Sequence[int]) -> list[list[int]]:
-    runs: list[list[int]] = []
-    for seq in seqs:
-        if runs and runs[-1][-1] == seq - 1:
-            runs[-1].append(seq)
-        else:
-            runs.append([seq])
-    return runs
+    def closest(self, x: float, excluded: frozenset[int]) -> float:
+        """Distance from *x* to the nearest origin not excluded (infinite when none)."""
+        i = bisect_left(self.xs, x)
+        best = float("inf")
+        j = i - 1
+        while j >= 0 and self.offsets[j] in excluded:
+            j -= 1
+        if j >= 0:
+            best = x - self.xs[j]
+        j = i
+        while j < len(self.xs) and self.offsets[j] in excluded:
+            j += 1
+        if j < len(self.xs):
+            best = min(best, self.xs[j] - x)
+        return best

@@ -18,7 +18,6 @@ from sqlalchemy.pool import StaticPool
 from tssd.app import Wiring, build_services
 from tssd.backends.base import Sink
 from tssd.backends.sim.catalog_csv import import_csv
-from tssd.backends.sim.profiles import get_profile
 from tssd.clock import inline
 from tssd.config import SchedulerSettings, Settings, SimSettings
 from tssd.db.models import Base, Kind, Request
@@ -29,6 +28,7 @@ from tssd.services import Services
 from tssd.simulate.campaign import Arrival
 from tssd.simulate.vloop import inline_sqlite_creator
 from tssd.submit import SubmitSpec
+from tssd.tape.geometry import get_profile
 
 log = structlog.get_logger()
 
@@ -45,6 +45,8 @@ class Options:
     robot_arms: int = 2
     #: SchedulerSettings fields to override, e.g. (("rao", "off"),).
     scheduler: tuple[tuple[str, Any], ...] = ()
+    #: SimSettings fields to override, e.g. (("layout_spread", 0.0),).
+    sim: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass
@@ -86,13 +88,11 @@ def counting_sink(_request: Request) -> Sink:
 def simulation_settings(options: Options, home: Path) -> Settings:
     sim = SimSettings(
         data_dir=str(home / "sim"), drives=options.drives, tapes=0, profile=options.profile,
-        time_scale=1.0, seed=options.seed, robot_arms=options.robot_arms,
+        time_scale=1.0, seed=options.seed, robot_arms=options.robot_arms, **dict(options.sim),
     )  # fmt: skip
     # Passes come from events (arrivals, finished sessions); the tick is only a safety net.
-    scheduler = SchedulerSettings(
-        tick_s=300.0, keep_mounted_s=60.0, shutdown_grace_s=0.0, resync_s=3600.0,
-        **dict(options.scheduler),
-    )  # fmt: skip
+    base = {"tick_s": 300.0, "keep_mounted_s": 60.0, "shutdown_grace_s": 0.0, "resync_s": 3600.0}
+    scheduler = SchedulerSettings(**{**base, **dict(options.scheduler)})
     return Settings(home=str(home), sim=sim, scheduler=scheduler)
 
 

@@ -16,6 +16,7 @@ back to the queue and the next session writes them to the next tape.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import sys
 import uuid
@@ -62,6 +63,7 @@ from tssd.errors import (
     PermanentBackendError,
     TransientBackendError,
 )
+from tssd.tape.geometry import ESTIMATE_SPREAD, MEDIA, Profile, media_profile
 
 log = structlog.get_logger()
 
@@ -109,6 +111,10 @@ class ScsiLibrary(TapeBackend):
     ) -> None:
         if settings.block_size < MIN_BLOCK_SIZE:
             raise ConfigError(f"scsi.block_size must be at least {MIN_BLOCK_SIZE}")
+        if settings.media and settings.media.lower() not in MEDIA:
+            raise ConfigError(
+                f"scsi.media {settings.media!r} is not one of {', '.join(sorted(MEDIA))}"
+            )
         self._settings = settings
         self._catalog = Catalog(sessions)
         self._clock = clock
@@ -173,6 +179,18 @@ class ScsiLibrary(TapeBackend):
         inventory = await self._changer.status()
         self._present = {v for v in inventory.volumes() if self._volume_re.search(v)}
         return inventory
+
+    def timing(self) -> Profile | None:
+        return MEDIA.get(self._settings.media.lower())
+
+    async def geometry(self, volume: str) -> Profile | None:
+        """The nominal geometry of the volume's media type (``scsi.media``, else its
+        barcode suffix); copies' offsets are the bytes tssd wrote before them. The drive's
+        own READ END OF WRAP POSITION is not asked (yet)."""
+        profile = media_profile(volume, self._settings.media)
+        if profile is None:
+            return None
+        return dataclasses.replace(profile, position_spread=ESTIMATE_SPREAD)
 
     async def drives(self) -> list[DriveInfo]:
         return [DriveInfo(name=d.name, volume=d.volume) for d in self._drives.values()]

@@ -50,6 +50,16 @@ class Catalog(ObjectCatalog):
         async with self._session() as session:
             return await session.get(SimTape, volume)
 
+    async def layout(self, volume: str) -> list[tuple[int, int, int]]:
+        """(seq, offset, size) of every object on *volume*, in sequence order."""
+        stmt = (
+            select(SimObject.seq, SimObject.offset, SimObject.size)
+            .where(SimObject.volume == volume)
+            .order_by(SimObject.seq)
+        )
+        async with self._session() as session:
+            return [(seq, offset, size) for seq, offset, size in await session.execute(stmt)]
+
     async def placements(self) -> list[CopyPlacement]:
         columns = (
             SimObject.pnfsid,

@@ -41,10 +41,10 @@ from typing import Any, TextIO, cast
 from sqlalchemy import Table, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tssd.backends.sim.profiles import LTO9
 from tssd.db.models import SimObject, SimTape
 from tssd.errors import InvalidRequest
 from tssd.shim.names import VOLUME, pnfsid_or_none
+from tssd.tape.geometry import LTO9
 
 COLUMNS = ("pnfsid", "volume", "seq", "size", "storage_class", "written_at")
 #: Errors listed in one message; the rest are counted.

@@ -12,6 +12,7 @@ runs in real time (``tssd serve``), compressed time (tests, demos) or virtual ti
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import os
 import uuid
@@ -39,7 +40,7 @@ from tssd.backends.records import normalize_adler32
 from tssd.backends.sim.catalog import Catalog, check_room
 from tssd.backends.sim.catalog_csv import export_csv, import_csv
 from tssd.backends.sim.faults import FaultInjector
-from tssd.backends.sim.profiles import Profile, get_profile
+from tssd.backends.sim.layout import physical_offsets
 from tssd.backends.sim.tidy import own_store
 from tssd.clock import Clock
 from tssd.config import SimSettings
@@ -56,6 +57,7 @@ from tssd.errors import (
     TransientBackendError,
 )
 from tssd.files import CHUNK_SIZE, CountingSink, FileSink, FileSource, adler32_hex
+from tssd.tape.geometry import Profile, get_profile
 
 log = structlog.get_logger()
 
@@ -72,6 +74,17 @@ class _Drive:
     capacity: int = 0
     #: Byte offset of the head on the loaded volume.
     head: int = 0
+    #: Farthest the head got along the tape during this mount (0.0 BOT, 1.0 EOT).
+    reach: float = 0.0
+
+    def move(self, profile: Profile, start: int, end: int) -> None:
+        """The head locates from where it is to *start* and reads or writes to *end*."""
+        self.reach = max(
+            self.reach,
+            profile.reach_of(self.head, start, self.capacity),
+            profile.reach_of(start, end, self.capacity),
+        )
+        self.head = end
 
 
 def filler_chunks(pnfsid: str, size: int) -> AsyncIterator[bytes]:
@@ -129,6 +142,10 @@ class SimLibrary(TapeBackend):
         )
         self._alloc = asyncio.Lock()
         self._lock_fd: int | None = None
+        # Per volume, where its objects truly lie (catalog offset -> physical offset) and
+        # its physical end of data: the library's secret, see layout.py.
+        self._truth: dict[str, tuple[dict[int, tuple[int, int]], int]] = {}
+        self._geometry: dict[str, Profile] = {}
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -157,6 +174,47 @@ class SimLibrary(TapeBackend):
     async def locate(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
         return await self._catalog.copies(pnfsids)
 
+    # -- what a real SP site knows: the media type, sizes and sequence numbers ---------
+
+    def timing(self) -> Profile:
+        return self.profile
+
+    async def geometry(self, volume: str) -> Profile | None:
+        """The media type's nominal geometry at the volume's own capacity; copies'
+        offsets (the sizes of the objects before them) are estimates of the truth."""
+        known = self._geometry.get(volume)
+        if known is None:
+            tape = await self._catalog.tape(volume)
+            if tape is None:
+                return None
+            known = dataclasses.replace(
+                self.profile,
+                capacity_bytes=tape.capacity,
+                position_spread=self._settings.layout_spread,
+            )
+            self._geometry[volume] = known
+        return known
+
+    async def _true_layout(self, volume: str) -> tuple[dict[int, tuple[int, int]], int]:
+        """Catalog offset -> true (start, end) of each object on *volume*; its true end
+        of data."""
+        known = self._truth.get(volume)
+        if known is None:
+            objects = await self._catalog.layout(volume)
+            s = self._settings
+            places = physical_offsets(volume, objects, s.layout_spread, s.file_spread, s.seed)
+            end = places[-1][1] if places else 0
+            known = ({o[1]: p for o, p in zip(objects, places, strict=True)}, end)
+            self._truth[volume] = known
+        return known
+
+    async def _true_span(self, volume: str, offset: int, size: int) -> tuple[int, int]:
+        places, _ = await self._true_layout(volume)
+        if offset not in places:  # written since: learn the tape again
+            self._truth.pop(volume, None)
+            places, _ = await self._true_layout(volume)
+        return places.get(offset, (offset, offset + size))
+
     # -- catalog tools -----------------------------------------------------------------
 
     async def placements(self) -> list[CopyPlacement]:
@@ -173,6 +231,8 @@ class SimLibrary(TapeBackend):
             summary = await import_csv(
                 self._sessions, source, replace=replace, capacity=self._capacity
             )
+            self._truth.clear()
+            self._geometry.clear()
         log.info("sim.catalog.imported", **summary)
         return summary
 
@@ -218,7 +278,7 @@ class SimLibrary(TapeBackend):
         except BaseException:
             self._claims.pop(volume, None)
             raise
-        state.volume, state.capacity, state.head = volume, tape.capacity, 0
+        state.volume, state.capacity, state.head, state.reach = volume, tape.capacity, 0, 0.0
         log.info("sim.mount.ready", drive=drive, volume=volume, seconds=self._clock.now() - started)
 
     async def dismount(self, drive: str) -> None:
@@ -228,8 +288,9 @@ class SimLibrary(TapeBackend):
             return
         started = self._clock.now()
         try:
-            await self._delay(self.profile.rewind_s(state.head, state.capacity))
-            state.head = 0
+            rewind = self.profile.unload_rewind_s(state.head, state.capacity, state.reach)
+            await self._delay(rewind)
+            state.head, state.reach = 0, 0.0
             await self._delay(self.profile.unload_s)
             async with self._robot:
                 await self._delay(self.profile.robot_s)
@@ -283,10 +344,11 @@ class SimLibrary(TapeBackend):
         if fault is not None:
             await item.sink.abort()
             return self._read_failed(drive, item, fault)
-        locate_s = await self._delay(self.profile.locate_s(state.head, obj.offset, state.capacity))
+        start, end = await self._true_span(obj.volume, obj.offset, obj.size)
+        locate_s = await self._delay(self.profile.locate_s(state.head, start, state.capacity))
         await self._delay(self.profile.per_file_s)
         transfer_s = await self._delay(self.profile.transfer_s(obj.size))
-        state.head = obj.offset + obj.size
+        state.move(self.profile, start, end)
         try:
             nbytes, adler = await self._deliver(obj, item.sink)
         except (DataError, PermanentBackendError) as exc:
@@ -385,7 +447,7 @@ class SimLibrary(TapeBackend):
             if existing is not None:
                 return self._already_on_tape(drive, item, existing)
         try:
-            end_of_data = await self._check_room(volume, item.storage_class, size)
+            await self._check_room(volume, item.storage_class, size)
             bfid = uuid.uuid4().hex
             nbytes, adler = await self._copy_in(item, bfid)
         except (DataError, PermanentBackendError, TransientBackendError) as exc:
@@ -398,8 +460,9 @@ class SimLibrary(TapeBackend):
         if existing is not None:
             await self._discard(bfid)
             return self._already_on_tape(drive, item, existing)
-        # Appending starts at the end of data, wherever reads left the head.
-        await self._delay(self.profile.locate_s(state.head, end_of_data, state.capacity))
+        # Appending starts at the (physical) end of data, wherever reads left the head.
+        _, physical_end = await self._true_layout(volume)
+        await self._delay(self.profile.locate_s(state.head, physical_end, state.capacity))
         await self._delay(self.profile.per_file_s)
         transfer_s = await self._delay(self.profile.transfer_s(nbytes))
         try:
@@ -410,7 +473,9 @@ class SimLibrary(TapeBackend):
         if copy.bfid != bfid:
             await self._discard(bfid)
             return self._already_on_tape(drive, item, copy)
-        state.head = copy.offset + nbytes
+        self._truth.pop(volume, None)
+        start, end = await self._true_span(volume, copy.offset, nbytes)
+        state.move(self.profile, start, end)
         log.debug(
             "sim.write.file",
             drive=drive,

@@ -1,0 +1,1 @@
+"""Backend-neutral knowledge of tape media: geometry and timing models."""
