@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from tssd.cli.daemon import _simulate_options, build_parser, main
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    # main() configures logging onto pytest's captured stderr, which is closed after the
+    # test: later tests would log into a closed file.
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    structlog.reset_defaults()
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def options(tmp_path: Path, *argv: str) -> object:
