@@ -27,6 +27,7 @@ from tssd.cluster.node import cluster_node
 from tssd.config import Settings
 from tssd.db.engine import create_engine, is_postgres, session_factory
 from tssd.db.models import Request
+from tssd.db.retention import retention
 from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
 from tssd.endit.service import endit_intake
@@ -163,6 +164,16 @@ async def serve(settings: Settings) -> None:
             endit_intake(settings, services.store, services.backend, services.metrics)
         )
         await intakes.enter_async_context(database_gauges(services))
+        db = settings.database
+        await intakes.enter_async_context(
+            retention(
+                services.store.sessions,
+                db.retention_days,
+                batch=db.retention_batch,
+                every_s=db.retention_every_s,
+                counted=services.metrics.retention_deleted_total.inc,
+            )
+        )
         log.info(
             "daemon.ready",
             listen=addresses,

@@ -25,7 +25,8 @@ VOLUME_RE = re.compile(r"[A-Za-z0-9_.:-]{1,32}")
 
 
 def admin(request: web.Request) -> AdminStore:
-    return AdminStore(services(request).store.sessions)
+    store = services(request).store
+    return AdminStore(store.sessions, store.tally)
 
 
 def time_param(request: web.Request, name: str, default: datetime) -> datetime:

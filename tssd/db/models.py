@@ -63,6 +63,11 @@ class State(enum.StrEnum):
 
 
 OPEN_STATES = ("queued", "active")
+#: The predicate of ``uq_requests_open_key``, spelled exactly as the index spells it: a
+#: partial index serves a query only when the planner can prove the query's condition
+#: implies the index's, which neither PostgreSQL (in a generic plan) nor SQLite can with
+#: bound parameters in place of the states.
+OPEN_STATE_SQL = "requests.state IN ('queued', 'active')"
 TERMINAL_STATES = ("done", "failed", "cancelled")
 
 
@@ -118,6 +123,11 @@ class Request(Base):
         Index("ix_requests_state_kind_volume", "state", "kind", "volume", "position"),
         Index("ix_requests_volume_position", "volume", "position"),
         Index("ix_requests_pnfsid", "pnfsid"),
+        # Listing pages in id order by state or queue, the oldest queued request of a
+        # queue, and retention by finish time (migration 0004e).
+        Index("ix_requests_state_id", "state", "id"),
+        Index("ix_requests_queue_state_id", "queue", "state", "id"),
+        Index("ix_requests_finished_at", "finished_at"),
     )
 
 

@@ -15,6 +15,7 @@ is where every session starts and ends.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -80,6 +81,8 @@ class Scheduler:
         self._seen_pending: set[tuple[str, str]] = set()
         self._pending_at = float("-inf")
         self._migrations_waiting = True
+        #: perf_counter() of each drive freed since the last pass began (decision metric).
+        self._freed: list[float] = []
         self.chooser = Chooser(
             settings, store.sessions, drives, runner.profile, drives.clock, planner=Planner()
         )
@@ -128,12 +131,17 @@ class Scheduler:
         full = True
         while not self._stopping.is_set():
             work.clear()
+            # The drives freed before this pass began are the ones it decides about.
+            freed, self._freed = self._freed, []
             try:
                 await self.schedule_once(full=full)
             except TssdError as exc:
                 log.warning("scheduler.pass_failed", error=str(exc))
             except Exception:
                 log.exception("scheduler.pass_crashed")
+            done = time.perf_counter()
+            for at in freed:
+                self.metrics.schedule_decision_seconds.observe(done - at)
             try:
                 await asyncio.wait_for(work.wait(), timeout=self.settings.tick_s)
                 full = False
@@ -335,6 +343,7 @@ class Scheduler:
                 self._volumes_busy.discard(held)
             drive.busy = False
             drive.idle_since = self.drives.clock.now()
+            self._freed.append(time.perf_counter())
             self.drives.update_gauge()
             self.store.notifier.work.set()
             log.info(

@@ -1,0 +1,33 @@
+"""Indexes for a million pending requests: listing pages, queue figures, retention
+
+Revision ID: 0004e
+Revises: 0003
+
+``tssctl requests list`` pages in id order by state or queue, the queue gauges read the
+oldest queued request of each queue, and retention deletes finished requests by their
+finish time: each of these is an index range scan here, never a walk of ``requests``
+(docs/operations.md, "Scale").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from alembic import op
+
+revision: str = "0004e"
+down_revision: str | Sequence[str] | None = "0003"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.create_index("ix_requests_state_id", "requests", ["state", "id"])
+    op.create_index("ix_requests_queue_state_id", "requests", ["queue", "state", "id"])
+    op.create_index("ix_requests_finished_at", "requests", ["finished_at"])
+
+
+def downgrade() -> None:
+    op.drop_index("ix_requests_finished_at", table_name="requests")
+    op.drop_index("ix_requests_queue_state_id", table_name="requests")
+    op.drop_index("ix_requests_state_id", table_name="requests")
