@@ -22,7 +22,8 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.create_index("ix_requests_state_id", "requests", ["state", "id"])
+    op.create_index("ix_requests_state_kind_id", "requests", ["state", "kind", "id"])
+    op.create_index("ix_requests_queue_id", "requests", ["queue", "id"])
     op.create_index("ix_requests_queue_state_id", "requests", ["queue", "state", "id"])
     op.create_index("ix_requests_finished_at", "requests", ["finished_at"])
 
@@ -30,4 +31,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_requests_finished_at", table_name="requests")
     op.drop_index("ix_requests_queue_state_id", table_name="requests")
-    op.drop_index("ix_requests_state_id", table_name="requests")
+    op.drop_index("ix_requests_queue_id", table_name="requests")
+    op.drop_index("ix_requests_state_kind_id", table_name="requests")

@@ -125,7 +125,8 @@ class Request(Base):
         Index("ix_requests_pnfsid", "pnfsid"),
         # Listing pages in id order by state or queue, the oldest queued request of a
         # queue, and retention by finish time (migration 0004e).
-        Index("ix_requests_state_id", "state", "id"),
+        Index("ix_requests_state_kind_id", "state", "kind", "id"),
+        Index("ix_requests_queue_id", "queue", "id"),
         Index("ix_requests_queue_state_id", "queue", "state", "id"),
         Index("ix_requests_finished_at", "finished_at"),
     )
