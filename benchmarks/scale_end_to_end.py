@@ -123,16 +123,20 @@ class Daemon:
             after = page["next"]
 
 
-def catalog(root: Path, tapes: int, per_tape: int) -> Path:
-    path = root / "catalog.csv"
-    with path.open("w") as fh:
-        fh.write("pnfsid,volume,seq,size,storage_class,written_at\n")
-        for t in range(tapes):
-            volume = volume_name(t, "L9")
-            for s in range(per_tape):
-                fh.write(f"{pnfsid(t * per_tape + s)},{volume},{s + 1},{SIZE},{STORE}:tape,"
-                         "2024-01-01T00:00:00+00:00\n")  # fmt: skip
-    return path
+def catalog(root: Path, tapes: int, per_tape: int) -> list[Path]:
+    """The catalog as CSV files of 500 tapes each (one import call per file)."""
+    paths = []
+    for first in range(0, tapes, 500):
+        path = root / f"catalog-{first}.csv"
+        with path.open("w") as fh:
+            fh.write("pnfsid,volume,seq,size,storage_class,written_at\n")
+            for t in range(first, min(first + 500, tapes)):
+                volume = volume_name(t, "L9")
+                for s in range(per_tape):
+                    fh.write(f"{pnfsid(t * per_tape + s)},{volume},{s + 1},{SIZE},{STORE}:tape,"
+                             "2024-01-01T00:00:00+00:00\n")  # fmt: skip
+        paths.append(path)
+    return paths
 
 
 class Files:
@@ -293,8 +297,8 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     try:
         d.start()
         begin = time.monotonic()
-        path = catalog(root, args.tapes, args.files_per_tape)
-        d.tssctl("catalog", "import", "--server-path", str(path))
+        for path in catalog(root, args.tapes, args.files_per_tape):
+            d.tssctl("catalog", "import", "--server-path", str(path))
         report["catalog_import_s"] = round(time.monotonic() - begin, 1)
         progress(f"catalog imported in {report['catalog_import_s']} s")
         d.tssctl("queues", "set", "default", "--pause")
@@ -335,7 +339,20 @@ def at_full(d: Daemon, report: dict[str, Any], decide_s: float) -> None:
     ):
         listing[label] = round(d.tssctl(*argv), 3)
     report["tssctl_s"] = listing
-    progress(f"at {report['requests']}: rss {report['rss_mb']} MB, tssctl {listing}")
+    # The same pages from this process: the daemon's answer without tssctl's start-up.
+    api: dict[str, float] = {}
+    for label, path in (
+        ("status", "/v1/status"),
+        ("queues", "/v1/queues"),
+        ("requests_list", "/v1/requests?limit=100"),
+        ("requests_list_queued", "/v1/requests?limit=100&state=queued"),
+        ("requests_list_failed", "/v1/requests?limit=100&state=failed"),
+    ):
+        begin = time.monotonic()
+        d.client().call("GET", path)
+        api[label] = round(time.monotonic() - begin, 3)
+    report["api_s"] = api
+    progress(f"at {report['requests']}: rss {report['rss_mb']} MB, tssctl {listing}, api {api}")
     d.stop()
     report["restart_to_ready_s"] = round(d.start(), 2)
     progress(f"restart to ready {report['restart_to_ready_s']} s")
@@ -365,11 +382,9 @@ def main() -> None:
     args = parser.parse_args()
     args.levels = [int(x) for x in args.levels.split(",")]
     root = Path(tempfile.mkdtemp(prefix="tssd-scale-"))
-    try:
-        report = run(args, root)
-    finally:
-        if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
+    report = run(args, root)  # on an error the work directory stays, with the daemon logs
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
     print(json.dumps(report, indent=2))
 
 
