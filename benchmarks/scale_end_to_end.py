@@ -1,8 +1,9 @@
 """A million pending recalls through the real front doors (issue 22).
 
 A real ``tssd serve`` (simulated library, PostgreSQL or SQLite) gets a catalog of
-``--tapes`` x ``--files-per-tape`` objects (``tssctl catalog import --server-path``), its
-default queue paused, and is filled to ``--pending`` queued recalls through
+``--tapes`` x ``--files-per-tape`` objects (written into the simulated library's tables
+while the daemon is stopped: the catalog is not what is measured), its default queue
+paused, and is filled to ``--pending`` queued recalls through
 ``tssctl recall --file-list``. At each level of ``--levels`` the submit rate of each front
 door is measured on a sample:
 
@@ -31,11 +32,13 @@ import json
 import os
 import secrets
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -123,20 +126,70 @@ class Daemon:
             after = page["next"]
 
 
-def catalog(root: Path, tapes: int, per_tape: int) -> list[Path]:
-    """The catalog as CSV files of 500 tapes each (one import call per file)."""
-    paths = []
-    for first in range(0, tapes, 500):
-        path = root / f"catalog-{first}.csv"
-        with path.open("w") as fh:
-            fh.write("pnfsid,volume,seq,size,storage_class,written_at\n")
-            for t in range(first, min(first + 500, tapes)):
-                volume = volume_name(t, "L9")
-                for s in range(per_tape):
-                    fh.write(f"{pnfsid(t * per_tape + s)},{volume},{s + 1},{SIZE},{STORE}:tape,"
-                             "2024-01-01T00:00:00+00:00\n")  # fmt: skip
-        paths.append(path)
-    return paths
+def catalog_rows(tapes: int, per_tape: int) -> Any:
+    """(bfid, pnfsid, volume, seq, offset, size, storage_class) of every copy."""
+    for t in range(tapes):
+        volume = volume_name(t, "L9")
+        for s in range(per_tape):
+            i = t * per_tape + s
+            yield (f"b{i}", pnfsid(i), volume, s + 1, s * SIZE, SIZE, f"{STORE}:tape")
+
+
+async def load_catalog_pg(url: str, tapes: int, per_tape: int) -> None:
+    """The simulated library's catalog written straight into its tables (COPY)."""
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        at = datetime(2024, 1, 1, tzinfo=UTC)
+        await conn.copy_records_to_table(
+            "sim_tapes",
+            columns=["volume", "storage_class", "capacity", "used", "next_seq", "full"],
+            records=[
+                (
+                    volume_name(t, "L9"),
+                    f"{STORE}:tape",
+                    18 * 10**12,
+                    per_tape * SIZE,
+                    per_tape + 1,
+                    True,
+                )
+                for t in range(tapes)
+            ],
+        )
+        await conn.copy_records_to_table(
+            "sim_objects",
+            columns=[
+                "bfid",
+                "pnfsid",
+                "volume",
+                "seq",
+                "offset",
+                "size",
+                "storage_class",
+                "written_at",
+                "has_data",
+            ],
+            records=((*row, at, False) for row in catalog_rows(tapes, per_tape)),
+        )
+        await conn.execute("ANALYZE sim_objects")
+    finally:
+        await conn.close()
+
+
+def load_catalog_sqlite(path: Path, tapes: int, per_tape: int) -> None:
+    with sqlite3.connect(path) as db:
+        db.executemany(
+            "INSERT INTO sim_tapes (volume, storage_class, capacity, used, next_seq, full) "
+            "VALUES (?, ?, ?, ?, ?, 1)",
+            [
+                (volume_name(t, "L9"), f"{STORE}:tape", 18 * 10**12, per_tape * SIZE, per_tape + 1)
+                for t in range(tapes)
+            ],
+        )
+        db.executemany(
+            "INSERT INTO sim_objects (bfid, pnfsid, volume, seq, offset, size, storage_class, "
+            "written_at, has_data) VALUES (?, ?, ?, ?, ?, ?, ?, '2024-01-01 00:00:00.000000', 0)",
+            catalog_rows(tapes, per_tape),
+        )
 
 
 class Files:
@@ -295,12 +348,16 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     d = Daemon(root, url, env)
     report: dict[str, Any] = {"db": args.db, "pending": args.pending, "levels": {}}
     try:
-        d.start()
+        d.start()  # creates the schema
+        d.stop()
         begin = time.monotonic()
-        for path in catalog(root, args.tapes, args.files_per_tape):
-            d.tssctl("catalog", "import", "--server-path", str(path))
-        report["catalog_import_s"] = round(time.monotonic() - begin, 1)
-        progress(f"catalog imported in {report['catalog_import_s']} s")
+        if args.db == "postgres":
+            asyncio.run(load_catalog_pg(url, args.tapes, args.files_per_tape))
+        else:
+            load_catalog_sqlite(root / "home" / "tssd.db", args.tapes, args.files_per_tape)
+        report["catalog_load_s"] = round(time.monotonic() - begin, 1)
+        progress(f"catalog written in {report['catalog_load_s']} s")
+        d.start()
         d.tssctl("queues", "set", "default", "--pause")
         files = Files(args.tapes * args.files_per_tape, dest)
         for level in args.levels:

@@ -354,6 +354,14 @@ class SchedulerSettings:
             "often (changes made by others: retries, other instances)."
         ),
     )
+    submit_batch_s: float = field(
+        default=0.25,
+        metadata=_doc(
+            "While requests keep arriving (tss-hsm, ENDIT), start a scheduling pass for new "
+            "requests at most this often, so that each pass takes a batch; a drive freeing "
+            "up is never held back by this."
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,102 @@
+"""What keeps a million pending requests cheap (issue 22): the shared counts, and the
+decision-latency histogram measured inside the daemon."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from tssd.app import build_services
+from tssd.backends.sim.catalog_csv import import_csv
+from tssd.config import DatabaseSettings, SchedulerSettings, Settings, SimSettings
+from tssd.db.counts import Counts
+from tssd.db.models import Request
+from tssd.submit import parse_submit
+
+
+async def _add(sessions: async_sessionmaker[Any], first: int, n: int) -> None:
+    async with sessions.begin() as s:
+        await s.execute(
+            insert(Request),
+            [
+                {"kind": "recall", "state": "queued", "key": f"K{i}", "queue": "q", "size": 10}
+                for i in range(first, first + n)
+            ],
+        )
+
+
+async def test_counts_are_exact_when_small_and_bounded_in_cost_when_large(
+    tmp_path: Path, db_url: str
+) -> None:
+    settings = Settings(home=str(tmp_path / "home"), database=DatabaseSettings(url=db_url),
+                        sim=SimSettings(drives=0, tapes=0))  # fmt: skip
+    async with build_services(settings) as services:
+        sessions = services.store.sessions
+        tally = Counts(sessions, max_age_s=0.0, exact_below=10)
+        await _add(sessions, 0, 4)
+        assert [(g.queue, g.state, g.count, g.bytes) for g in await tally.get()] == [
+            ("q", "queued", 4, 40)
+        ]
+        await _add(sessions, 4, 2)
+        assert tally.total == 4 and (await tally.get())[0].count == 6  # small: counted now
+        await _add(sessions, 6, 10)
+        assert (await tally.get())[0].count == 16
+        await _add(sessions, 16, 1)
+        # Large: the last count at once, a recount in the background, never two at a time.
+        assert (await tally.get())[0].count == 16
+        running = tally._running
+        assert running is not None
+        assert (await tally.get())[0].count == 16 and tally._running is running
+        await running
+        assert (await tally.get())[0].count == 17
+        await tally.close()
+
+
+CATALOG = "pnfsid,volume,seq,size,storage_class,written_at\n" + "".join(
+    f"00AA{i:04d},VOL00{i % 2},{i // 2 + 1},1000,atlas:tape,2020-01-01T00:00:00+00:00\n"
+    for i in range(6)
+)
+
+
+async def test_a_freed_drive_is_timed_to_the_next_decision(tmp_path: Path, db_url: str) -> None:
+    settings = Settings(
+        home=str(tmp_path / "home"),
+        database=DatabaseSettings(url=db_url),
+        sim=SimSettings(drives=1, tapes=0, time_scale=0.0),
+        scheduler=SchedulerSettings(tick_s=0.2, keep_mounted_s=0.0, fill_wait_s=0.0),
+    )
+    async with build_services(settings) as services:
+        await import_csv(services.store.sessions, io.StringIO(CATALOG), replace=True)
+        await services.scheduler.start()
+        specs = [parse_submit({"kind": "recall", "pnfsid": f"00AA{i:04d}",
+                               "path": str(tmp_path / f"f{i}")}) for i in range(6)]  # fmt: skip
+        rows = [row for _, row in await services.store.submit(specs)]
+        histogram = services.metrics.schedule_decision_seconds
+        runner = asyncio.create_task(services.scheduler.run())
+        try:
+            for _ in range(300):
+                done = await services.store.query([r.id for r in rows])
+                if done["counts"]["done"] == 6 and _observed(histogram)[0] >= 2:
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            await services.scheduler.stop(5.0)
+            runner.cancel()
+            await asyncio.gather(runner, return_exceptions=True)
+            await services.scheduler.shutdown_drives()
+        count, total = _observed(histogram)
+        # Two tapes on one drive: the drive freed at least twice, each time a pass decided.
+        assert done["counts"]["done"] == 6
+        assert count >= 2 and 0 <= total / count < 5.0
+
+
+def _observed(histogram: Any) -> tuple[float, float]:
+    samples = {s.name: s.value for m in histogram.collect() for s in m.samples}
+    return samples["tssd_schedule_decision_seconds_count"], samples[
+        "tssd_schedule_decision_seconds_sum"
+    ]
