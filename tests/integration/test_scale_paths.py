@@ -8,14 +8,16 @@ import io
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import event, insert
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tssd.app import build_services
 from tssd.backends.sim.catalog_csv import import_csv
 from tssd.config import DatabaseSettings, SchedulerSettings, Settings, SimSettings
 from tssd.db.counts import Counts
-from tssd.db.models import Request
+from tssd.db.models import Request, utcnow
+from tssd.db.retention import purge
+from tssd.db.store import ListFilter
 from tssd.submit import parse_submit
 
 
@@ -100,3 +102,38 @@ def _observed(histogram: Any) -> tuple[float, float]:
     return samples["tssd_schedule_decision_seconds_count"], samples[
         "tssd_schedule_decision_seconds_sum"
     ]
+
+
+async def test_sqlite_plans_neither_walk_nor_sort(tmp_path: Path) -> None:
+    """SQLite has no statistics to go by: the hot statements must name an index that gives
+    both the rows and their order (PostgreSQL: tests/integration/test_explain_plans.py)."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'plans.db'}"
+    settings = Settings(home=str(tmp_path / "home"), database=DatabaseSettings(url=url),
+                        sim=SimSettings(drives=0, tapes=0))  # fmt: skip
+    captured: list[tuple[str, Any]] = []
+
+    def capture(conn: Any, cursor: Any, sql: str, params: Any, context: Any, many: bool) -> None:
+        if sql.lstrip().upper().startswith("SELECT") and "requests" in sql and not many:
+            captured.append((sql, params))
+
+    async with build_services(settings) as services:
+        store = services.store
+        await _add(store.sessions, 0, 20)
+        engine = store.engine.sync_engine
+        event.listen(engine, "before_cursor_execute", capture)
+        try:
+            await services.scheduler.intake.locate_recalls(())
+            await purge(store.sessions, utcnow(), batch=10)
+            for flt in (ListFilter(state="queued"), ListFilter(state="queued", kind="recall"),
+                        ListFilter(queue="q"), ListFilter(queue="q", state="failed")):  # fmt: skip
+                await store.list_requests(flt)
+        finally:
+            event.remove(engine, "before_cursor_execute", capture)
+        async with store.engine.connect() as conn:
+            for sql, params in captured:
+                if "GROUP BY" in sql:
+                    continue
+                plan = (await conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, params)).all()
+                details = " | ".join(row[3] for row in plan)
+                assert "SCAN requests" not in details, (sql, details)
+                assert "TEMP B-TREE" not in details, (sql, details)

@@ -68,6 +68,8 @@ OPEN_STATES = ("queued", "active")
 #: implies the index's, which neither PostgreSQL (in a generic plan) nor SQLite can with
 #: bound parameters in place of the states.
 OPEN_STATE_SQL = "requests.state IN ('queued', 'active')"
+#: Queued recalls not yet located: the predicate of ``ix_requests_unlocated`` (same rule).
+UNLOCATED_SQL = "requests.state = 'queued' AND requests.kind = 'recall' AND requests.volume IS NULL"
 TERMINAL_STATES = ("done", "failed", "cancelled")
 
 
@@ -123,12 +125,19 @@ class Request(Base):
         Index("ix_requests_state_kind_volume", "state", "kind", "volume", "position"),
         Index("ix_requests_volume_position", "volume", "position"),
         Index("ix_requests_pnfsid", "pnfsid"),
-        # Listing pages in id order by state or queue, the oldest queued request of a
-        # queue, and retention by finish time (migration 0004e).
+        # Id-ordered pages by state, state and kind, or queue (SQLite sorts every match
+        # without the id column in the index), and retention by finish time (0004e).
+        Index("ix_requests_state_id", "state", "id"),
         Index("ix_requests_state_kind_id", "state", "kind", "id"),
         Index("ix_requests_queue_id", "queue", "id"),
-        Index("ix_requests_queue_state_id", "queue", "state", "id"),
         Index("ix_requests_finished_at", "finished_at"),
+        # The oldest recalls still to locate, without walking the located ones.
+        Index(
+            "ix_requests_unlocated",
+            "id",
+            sqlite_where=text("state = 'queued' AND kind = 'recall' AND volume IS NULL"),
+            postgresql_where=text("state = 'queued' AND kind = 'recall' AND volume IS NULL"),
+        ),
     )
 
 

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import cast
 
 import structlog
-from sqlalchemy import Table, delete, select
+from sqlalchemy import Table, delete, func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -37,10 +37,12 @@ async def purge(
 ) -> int:
     """Delete requests finished before *before*, with their events; return how many."""
     total = 0
-    # ix_requests_finished_at: only finished requests have a finish time.
+    # Served by ix_requests_finished_at: the state is compared through coalesce() so that
+    # SQLite does not take a state index instead and sort every finished request.
+    finished = func.coalesce(REQUESTS.c.state, "").in_(TERMINAL_STATES)
     oldest = (
         select(REQUESTS.c.id)
-        .where(REQUESTS.c.finished_at < before, REQUESTS.c.state.in_(TERMINAL_STATES))
+        .where(REQUESTS.c.finished_at < before, finished)
         .order_by(REQUESTS.c.finished_at)
         .limit(batch)
     )
