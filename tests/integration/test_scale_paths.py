@@ -137,3 +137,47 @@ async def test_sqlite_plans_neither_walk_nor_sort(tmp_path: Path) -> None:
                 details = " | ".join(row[3] for row in plan)
                 assert "SCAN requests" not in details, (sql, details)
                 assert "TEMP B-TREE" not in details, (sql, details)
+
+
+async def test_passes_for_new_requests_are_batched_but_a_freed_drive_is_not_held(
+    tmp_path: Path, db_url: str
+) -> None:
+    settings = Settings(
+        home=str(tmp_path / "home"),
+        database=DatabaseSettings(url=db_url),
+        sim=SimSettings(drives=1, tapes=0, time_scale=0.0),
+        scheduler=SchedulerSettings(tick_s=300.0, submit_batch_s=300.0),
+    )
+    async with build_services(settings) as services:
+        scheduler, notifier = services.scheduler, services.store.notifier
+        await scheduler.start()
+        passes: list[bool] = []
+
+        async def counted(*, full: bool = True) -> None:
+            passes.append(full)
+
+        scheduler.schedule_once = counted  # type: ignore[method-assign]
+        runner = asyncio.create_task(scheduler.run())
+        try:
+            await _until(lambda: len(passes) == 1)  # the first, full pass
+            for _ in range(50):  # requests keep arriving, as from a busy pool
+                notifier.kinds.add("recall")
+                notifier.work.set()
+                await asyncio.sleep(0.01)
+            assert passes == [True]  # they wait for the batch, not a pass each
+            scheduler._freed.append(0.0)  # a drive freed: decided at once
+            scheduler._drive_freed.set()
+            await _until(lambda: len(passes) == 2)
+            assert passes == [True, False]
+        finally:
+            await scheduler.stop(1.0)
+            runner.cancel()
+            await asyncio.gather(runner, return_exceptions=True)
+
+
+async def _until(done: Any, timeout: float = 30.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if done():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not reached")
