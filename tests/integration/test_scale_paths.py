@@ -16,6 +16,7 @@ from tssd.backends.sim.catalog_csv import import_csv
 from tssd.config import DatabaseSettings, SchedulerSettings, Settings, SimSettings
 from tssd.db.counts import Counts
 from tssd.db.models import Request, utcnow
+from tssd.db.polls import PollIndex
 from tssd.db.retention import purge
 from tssd.db.store import ListFilter
 from tssd.submit import parse_submit
@@ -181,3 +182,20 @@ async def _until(done: Any, timeout: float = 30.0) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("condition not reached")
+
+
+def test_batch_submissions_do_not_fill_the_poll_index() -> None:
+    class Row:
+        def __init__(self, rid: int, state: str) -> None:
+            self.id, self.kind, self.pnfsid, self.path = rid, "recall", f"{rid:08X}", "/p"
+            self.state, self.queue = state, "q"
+
+    index = PollIndex()
+    index.seen([Row(1, "queued"), Row(2, "queued")], add=False)
+    assert len(index) == 0  # a batch: nobody polls it yet
+    index.seen([Row(1, "queued")])
+    index.seen([Row(1, "active"), Row(2, "active")], add=False)
+    entry = index.lookup("recall", "00000001")
+    assert entry is not None and entry.state == "active" and len(index) == 1
+    index.seen([Row(1, "done")], add=False)
+    assert len(index) == 0  # finished: dropped whatever *add* says

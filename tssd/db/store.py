@@ -99,7 +99,9 @@ class RequestStore:
                 if attempt == 2:
                     raise
                 continue
-            self.polls.seen(row for _, row in results)
+            # One request is a client that will poll it; a batch (bulk API, ENDIT) is not
+            # held in the poll index unless polled (see PollIndex.seen).
+            self.polls.seen((row for _, row in results), add=len(specs) == 1)
             fresh = {row.kind for created, row in results if created}
             if fresh:
                 self.notifier.kinds |= fresh
