@@ -25,6 +25,7 @@ from tssd.clock import Clock, Offload, RealClock, in_thread
 from tssd.cluster.node import cluster_node
 from tssd.config import Settings
 from tssd.db.engine import create_engine, is_postgres, session_factory
+from tssd.db.retention import retention
 from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
 from tssd.delivery import FileMovers, reaper
@@ -165,6 +166,16 @@ async def serve(settings: Settings) -> None:
             depth_sampler(services.drives.activity, services.store.counts)
         )
         await intakes.enter_async_context(reaper(settings, services.store, services.metrics))
+        db = settings.database
+        await intakes.enter_async_context(
+            retention(
+                services.store.sessions,
+                db.retention_days,
+                batch=db.retention_batch,
+                every_s=db.retention_every_s,
+                counted=services.metrics.retention_deleted_total.inc,
+            )
+        )
         log.info(
             "daemon.ready",
             listen=addresses,

@@ -18,6 +18,7 @@ _FILES = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000)
 _BYTES = tuple(float(10**k) for k in range(6, 14))
 _RATIO = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
 _LOCATE = (0.5, 1, 2, 5, 10, 20, 30, 45, 60, 90, 120)
+_DECISION = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
 class Metrics:
@@ -79,6 +80,19 @@ class Metrics:
             "tssd_locate_seconds",
             "Seconds positioning the tape before a file.",
             buckets=_LOCATE,
+            registry=r,
+        )
+        # Scale (issue 22): what a million pending requests cost the scheduler and store.
+        self.schedule_decision_seconds = Histogram(
+            "tssd_schedule_decision_seconds",
+            "Seconds from a drive freeing up to the end of the scheduling pass that decided "
+            "its next mount (or that there is none).",
+            buckets=_DECISION,
+            registry=r,
+        )
+        self.retention_deleted_total = Counter(
+            "tssd_retention_deleted",
+            "Finished requests deleted with their events by retention (database.retention_days).",
             registry=r,
         )
         self.transfer_bytes_total = Counter(

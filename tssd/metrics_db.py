@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import structlog
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from tssd.db.admin import aware
-from tssd.db.models import Mount, QueueRow, Request, utcnow
+from tssd.db.models import Mount, QueueRow, utcnow
 from tssd.services import Services
 
 log = structlog.get_logger()
@@ -32,11 +32,6 @@ async def refresh(services: Services, seen: set[str] | None = None) -> None:
     """
     seen = set() if seen is None else seen
     now = utcnow()
-    oldest = (
-        select(Request.queue, func.min(Request.created_at))
-        .where(Request.state == "queued")
-        .group_by(Request.queue)
-    )
     per_tape = (
         select(Mount.volume, func.count())
         .where(Mount.requested_at >= now - timedelta(days=1))
@@ -44,8 +39,13 @@ async def refresh(services: Services, seen: set[str] | None = None) -> None:
     )
     async with services.store.sessions() as session:
         paused = {q.name: q.paused for q in (await session.scalars(select(QueueRow))).all()}
-        ages = dict((await session.execute(oldest)).all())
         mounts = [n for _, n in (await session.execute(per_tape)).all()]
+    # The shared counts: no walk of a million queued requests every round.
+    ages: dict[str, datetime] = {}
+    for g in await services.store.tally.get():
+        stamp = aware(g.oldest)
+        if g.state == "queued" and stamp is not None:
+            ages[g.queue] = min(stamp, ages.get(g.queue, stamp))
     m = services.metrics
     seen.update(paused, ages, {services.settings.scheduler.default_queue})
     for name in seen:

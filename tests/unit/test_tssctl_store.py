@@ -13,6 +13,7 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tssd.db.admin import AdminStore, MountFilter
+from tssd.db.counts import Counts
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base, Drive, Mount, QueueRow, Request, Tape
 from tssd.db.reports import ReportStore
@@ -170,7 +171,7 @@ async def test_database_gauges(sessions: async_sessionmaker[Any]) -> None:
         )  # fmt: skip
     metrics = Metrics()
     services = SimpleNamespace(
-        store=SimpleNamespace(sessions=sessions),
+        store=SimpleNamespace(sessions=sessions, tally=Counts(sessions)),
         metrics=metrics,
         settings=SimpleNamespace(
             scheduler=SimpleNamespace(default_queue="default", mount_budget_per_day=2)

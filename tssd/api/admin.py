@@ -23,7 +23,8 @@ log = structlog.get_logger()
 
 
 def admin(request: web.Request) -> AdminStore:
-    return AdminStore(services(request).store.sessions)
+    store = services(request).store
+    return AdminStore(store.sessions, store.tally)
 
 
 def time_param(request: web.Request, name: str, default: datetime) -> datetime:

@@ -30,6 +30,19 @@ class DatabaseSettings:
     busy_timeout_s: float = field(
         default=30.0, metadata=_doc("SQLite: how long to wait for a lock before failing.")
     )
+    retention_days: float = field(
+        default=30.0,
+        metadata=_doc(
+            "Finished requests (done, failed, cancelled) are deleted with their events this "
+            "many days after they finished; 0 = keep them forever."
+        ),
+    )
+    retention_batch: int = field(
+        default=5000, metadata=_doc("Requests deleted per retention transaction.")
+    )
+    retention_every_s: float = field(
+        default=3600.0, metadata=_doc("Seconds between two retention rounds.")
+    )
 
 
 @dataclass(frozen=True)
@@ -447,6 +460,14 @@ class SchedulerSettings:
         metadata=_doc(
             "Reload the in-memory per-tape queue index from the database at least this "
             "often (changes made by others: retries, other instances)."
+        ),
+    )
+    submit_batch_s: float = field(
+        default=0.25,
+        metadata=_doc(
+            "While requests keep arriving (tss-hsm, ENDIT), start a scheduling pass for new "
+            "requests at most this often, so that each pass takes a batch; a drive freeing "
+            "up is never held back by this."
         ),
     )
 

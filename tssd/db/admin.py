@@ -14,6 +14,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from tssd.db.counts import Counts
 from tssd.db.models import OPEN_STATES, Drive, Kind, Mount, QueueRow, Request, Tape, utcnow
 from tssd.errors import Conflict, NotFound
 
@@ -83,36 +84,34 @@ class MountFilter:
 class AdminStore:
     """Queues, drives, tapes and mounts as operators see them."""
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], tally: Counts | None = None
+    ) -> None:
         self.sessions = sessions
+        #: The daemon's shared counts (bounded cost at a million requests); a fresh one
+        #: counts on every call.
+        self.tally = tally if tally is not None else Counts(sessions)
 
     # -- queues -------------------------------------------------------------------------
 
     async def queues(self, always: str | None = None) -> list[dict[str, Any]]:
         """Configured queues, queues with open requests and *always*, with their load."""
-        load = (
-            select(
-                Request.queue,
-                Request.state,
-                func.count(),
-                func.coalesce(func.sum(Request.size), 0),
-                func.min(Request.created_at),
-            )
-            .where(Request.state.in_(OPEN_STATES))
-            .group_by(Request.queue, Request.state)
-        )
         async with self.sessions() as session:
             rows = {q.name: q for q in (await session.scalars(select(QueueRow))).all()}
-            counts = (await session.execute(load)).all()
+        groups = [g for g in await self.tally.get() if g.state in OPEN_STATES]
         found: dict[str, dict[str, Any]] = {name: _queue(name, q) for name, q in rows.items()}
         if always is not None and always not in found:
             found[always] = _queue(always, None)
-        for queue, state, n, nbytes, oldest in counts:
-            entry = found.setdefault(queue, _queue(queue, None))
-            entry[state] += n
-            entry[f"{state}_bytes"] += int(nbytes or 0)
-            if state == "queued":
-                entry["oldest_queued_at"] = iso(oldest)
+        oldest: dict[str, datetime] = {}
+        for g in groups:
+            entry = found.setdefault(g.queue, _queue(g.queue, None))
+            entry[g.state] += g.count
+            entry[f"{g.state}_bytes"] += g.bytes
+            stamp = aware(g.oldest)
+            if g.state == "queued" and stamp is not None:
+                oldest[g.queue] = min(stamp, oldest.get(g.queue, stamp))
+        for queue, stamp in oldest.items():
+            found[queue]["oldest_queued_at"] = iso(stamp)
         return [found[name] for name in sorted(found)]
 
     async def set_queue(

@@ -41,6 +41,11 @@ def create_engine(url: str, *, pool_size: int = 5, busy_timeout_s: float = 30.0)
         kwargs["connect_args"] = {"timeout": busy_timeout_s}
     elif backend == "postgresql":
         kwargs.update(pool_size=pool_size, max_overflow=pool_size)
+        # Statements are prepared and cached per connection; after five runs PostgreSQL
+        # may switch to a generic plan that ignores the values, and such a plan walked
+        # every recall for a look-up by key (issue 22). Planning one of tssd's statements
+        # costs far less than one walk of a million rows.
+        kwargs["connect_args"] = {"server_settings": {"plan_cache_mode": "force_custom_plan"}}
     else:
         raise ConfigError(f"unsupported database {backend!r}: use sqlite+aiosqlite or postgresql")
     engine = create_async_engine(parsed, **kwargs)

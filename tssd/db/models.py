@@ -65,6 +65,13 @@ class State(enum.StrEnum):
 
 
 OPEN_STATES = ("queued", "active")
+#: The predicate of ``uq_requests_open_key``, spelled exactly as the index spells it: a
+#: partial index serves a query only when the planner can prove the query's condition
+#: implies the index's, which neither PostgreSQL (in a generic plan) nor SQLite can with
+#: bound parameters in place of the states.
+OPEN_STATE_SQL = "requests.state IN ('queued', 'active')"
+#: Queued recalls not yet located: the predicate of ``ix_requests_unlocated`` (same rule).
+UNLOCATED_SQL = "requests.state = 'queued' AND requests.kind = 'recall' AND requests.volume IS NULL"
 TERMINAL_STATES = ("done", "failed", "cancelled", "abandoned")
 
 
@@ -129,6 +136,19 @@ class Request(Base):
         Index("ix_requests_pnfsid", "pnfsid"),
         # The reaper of unclaimed part files: delivery = 'claim' only until a call claims.
         Index("ix_requests_delivery_state", "delivery", "state", "finished_at"),
+        # Id-ordered pages by state, state and kind, or queue (SQLite sorts every match
+        # without the id column in the index), and retention by finish time (0004e).
+        Index("ix_requests_state_id", "state", "id"),
+        Index("ix_requests_state_kind_id", "state", "kind", "id"),
+        Index("ix_requests_queue_id", "queue", "id"),
+        Index("ix_requests_finished_at", "finished_at"),
+        # The oldest recalls still to locate, without walking the located ones.
+        Index(
+            "ix_requests_unlocated",
+            "id",
+            sqlite_where=text("state = 'queued' AND kind = 'recall' AND volume IS NULL"),
+            postgresql_where=text("state = 'queued' AND kind = 'recall' AND volume IS NULL"),
+        ),
     )
 
 

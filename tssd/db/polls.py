@@ -95,13 +95,20 @@ class PollIndex:
             return None
         return entry
 
-    def seen(self, rows: Iterable[Any]) -> None:
-        """Record rows just read or written (anything with Request's attributes)."""
+    def seen(self, rows: Iterable[Any], *, add: bool = True) -> None:
+        """Record rows just read or written (anything with Request's attributes).
+
+        Not *add*: only refresh entries already held. Bulk and ENDIT submissions pass
+        that: their requests are rarely polled, and at a million pending an entry each
+        would cost about half a gigabyte; a poll of one reads the database once and is
+        then held.
+        """
         if self.ttl_s <= 0:
             return
         for row in rows:
             if row.kind in POLLED_KINDS and row.pnfsid and row.state in OPEN_STATES:
-                self._put(row.id, row.kind, row.pnfsid, row.path, row.state, row.queue)
+                if add or (row.kind, row.pnfsid) in self._by_key:
+                    self._put(row.id, row.kind, row.pnfsid, row.path, row.state, row.queue)
             else:
                 self._drop(row.id)
 

@@ -23,16 +23,25 @@ from sqlalchemy import (
     and_,
     bindparam,
     create_engine,
-    func,
     insert,
     select,
+    text,
     update,
 )
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
+from tssd.db.counts import Counts
 from tssd.db.engine import db_retry
-from tssd.db.models import OPEN_STATES, QueueRow, Request, RequestEvent, State, utcnow
+from tssd.db.models import (
+    OPEN_STATE_SQL,
+    OPEN_STATES,
+    QueueRow,
+    Request,
+    RequestEvent,
+    State,
+    utcnow,
+)
 from tssd.db.notifier import Notifier
 from tssd.db.polls import (
     LATEST,
@@ -77,6 +86,8 @@ class RequestStore:
         self._reader: Engine | None = None
         #: This daemon's id when several share the database (tssd.cluster), else None.
         self.instance: str | None = None
+        #: Counts per kind, queue and state, bounded in cost at any size (tssd.db.counts).
+        self.tally = Counts(sessions)
 
     # -- intake -----------------------------------------------------------------------
 
@@ -90,7 +101,9 @@ class RequestStore:
                 if attempt == 2:
                     raise
                 continue
-            self.polls.seen(row for _, row in results)
+            # One request is a client that will poll it; a batch (bulk API, ENDIT) is not
+            # held in the poll index unless polled (see PollIndex.seen).
+            self.polls.seen((row for _, row in results), add=len(specs) == 1)
             fresh = {row.kind for created, row in results if created}
             if fresh:
                 self.notifier.kinds |= fresh
@@ -157,10 +170,12 @@ class RequestStore:
         for kind, keys in by_kind.items():
             unique = sorted(set(keys))
             for i in range(0, len(unique), CHUNK):
+                # The literal state condition lets uq_requests_open_key serve the look-up:
+                # with bound states PostgreSQL walked every recall (issue 22).
                 stmt = select(Request).where(
                     Request.kind == kind,
                     Request.key.in_(unique[i : i + CHUNK]),
-                    Request.state.in_(OPEN_STATES),
+                    text(OPEN_STATE_SQL),
                 )
                 for row in (await session.scalars(stmt)).all():
                     found[(row.kind, row.key)] = row
@@ -215,12 +230,9 @@ class RequestStore:
         }
 
     async def counts(self) -> list[tuple[str, str, str, int]]:
-        """(kind, queue, state, count) for every combination present."""
-        stmt = select(Request.kind, Request.queue, Request.state, func.count()).group_by(
-            Request.kind, Request.queue, Request.state
-        )
-        async with self.sessions() as session:
-            return [(k, q, s, n) for k, q, s, n in (await session.execute(stmt)).all()]
+        """(kind, queue, state, count) for every combination present (see tssd.db.counts:
+        exact on a small table, at most ``max_age_s`` old on a large one)."""
+        return [(g.kind, g.queue, g.state, g.count) for g in await self.tally.get()]
 
     async def queues(self) -> list[dict[str, Any]]:
         """The configured queues (priority, drive limit, paused)."""

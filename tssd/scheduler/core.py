@@ -15,6 +15,8 @@ is where every session starts and ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +40,8 @@ from tssd.scheduler.queues import paused_queues
 from tssd.scheduler.sessions import SessionRunner
 
 log = structlog.get_logger()
+#: Notifier kinds that mean only "new requests arrived" (see Scheduler._batch_submissions).
+_SUBMITTED = frozenset({"recall", "migrate", "remove"})
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,9 @@ class Scheduler:
         self._migrations_waiting = True
         #: Queues an operator paused: none of their recalls or migrations starts.
         self._paused: frozenset[str] = frozenset()
+        #: perf_counter() of each drive freed since the last pass began (decision metric).
+        self._freed: list[float] = []
+        self._drive_freed = asyncio.Event()
         self.chooser = Chooser(
             settings, store.sessions, drives, runner.profile, drives.clock, planner=Planner()
         )
@@ -129,20 +136,43 @@ class Scheduler:
         """Schedule until :meth:`stop`; a failing pass is logged and retried."""
         work = self.store.notifier.work
         full = True
+        started = float("-inf")
         while not self._stopping.is_set():
+            await self._batch_submissions(started, full)
+            started = time.perf_counter()
             work.clear()
+            # The drives freed before this pass began are the ones it decides about.
+            freed, self._freed = self._freed, []
+            self._drive_freed.clear()
             try:
                 await self.schedule_once(full=full)
             except TssdError as exc:
                 log.warning("scheduler.pass_failed", error=str(exc))
             except Exception:
                 log.exception("scheduler.pass_crashed")
+            done = time.perf_counter()
+            for at in freed:
+                self.metrics.schedule_decision_seconds.observe(done - at)
             try:
                 await asyncio.wait_for(work.wait(), timeout=self.settings.tick_s)
                 full = False
             except TimeoutError:
                 # The periodic pass looks at everything, whoever changed the database.
                 full = True
+
+    async def _batch_submissions(self, last_start: float, full: bool) -> None:
+        """Woken only by new requests soon after the last pass: let more of them arrive.
+
+        tss-hsm creates one request per call and ENDIT a few per pass; without this each
+        would cost a pass of its own (locate, rank every tape), a cost that grows with the
+        pending set. A freed drive, an operator's change or a full pass is never delayed.
+        """
+        wait = self.settings.submit_batch_s - (time.perf_counter() - last_start)
+        kinds = self.store.notifier.kinds
+        if full or wait <= 0 or self._freed or not kinds or not kinds <= _SUBMITTED:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._drive_freed.wait(), timeout=wait)
 
     async def stop(self, grace_s: float) -> None:
         """Start no new session; let running ones finish for *grace_s*, then cancel."""
@@ -342,6 +372,8 @@ class Scheduler:
                 self._volumes_busy.discard(held)
             drive.busy = False
             drive.idle_since = self.drives.clock.now()
+            self._freed.append(time.perf_counter())
+            self._drive_freed.set()
             self.drives.update_gauge()
             self.store.notifier.work.set()
             log.info(

@@ -35,19 +35,23 @@ async def paused_queues(sessions: async_sessionmaker[AsyncSession]) -> frozenset
         return frozenset(await session.scalars(select(QueueRow.name).where(QueueRow.paused)))
 
 
+#: Every queued, located recall: the planner's full load reads the pending set by design
+#: (at start-up and every ``resync_s``), the one statement that may read most of the table.
+PENDING = select(
+    Request.id, Request.volume, Request.position, Request.size, Request.priority,
+    Request.queue, Request.created_at,
+).where(
+    Request.kind == Kind.RECALL, Request.state == State.QUEUED, Request.volume.is_not(None)
+)  # fmt: skip
+
+
 async def load_pending(
     sessions: async_sessionmaker[AsyncSession], now: float, wall: datetime
 ) -> list[Entry]:
     """Every queued, located recall, as planner entries (arrival from ``created_at``)."""
-    stmt = select(
-        Request.id, Request.volume, Request.position, Request.size, Request.priority,
-        Request.queue, Request.created_at,
-    ).where(
-        Request.kind == Kind.RECALL, Request.state == State.QUEUED, Request.volume.is_not(None)
-    )  # fmt: skip
     entries = []
     async with sessions() as session:
-        result = await session.stream(stmt.execution_options(yield_per=10_000))
+        result = await session.stream(PENDING.execution_options(yield_per=10_000))
         async for rid, volume, position, size, priority, queue, created in result:
             age = (wall - _aware(created)).total_seconds() if created is not None else 0.0
             entries.append(

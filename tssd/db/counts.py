@@ -1,0 +1,95 @@
+"""Request counts per kind, queue and state for ``tssctl status``, ``queues`` and gauges.
+
+Counting is a walk of ``requests`` whatever the index: at a million pending requests one
+``GROUP BY`` costs about a second of database time. So a small table is counted on every
+call (exact, and what a test or a quiet site sees), and a large one at most every
+``max_age_s`` seconds, in the background: a caller gets the last figures at once, with
+their age (``counted_at``), never waits for a count and never starts a second one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from tssd.db.models import Request
+
+#: Below this many requests a count is cheap and always fresh.
+EXACT_BELOW = 50_000
+_GROUPED = select(
+    Request.kind,
+    Request.queue,
+    Request.state,
+    func.count(),
+    func.coalesce(func.sum(Request.size), 0),
+    func.min(Request.created_at),
+).group_by(Request.kind, Request.queue, Request.state)
+
+
+@dataclass(frozen=True)
+class Group:
+    """The requests of one kind, queue and state."""
+
+    kind: str
+    queue: str
+    state: str
+    count: int
+    bytes: int
+    oldest: datetime | None
+
+
+@dataclass
+class Counts:
+    """The last count, shared by every caller; see the module docstring."""
+
+    sessions: async_sessionmaker[AsyncSession]
+    max_age_s: float = 30.0
+    exact_below: int = EXACT_BELOW
+    groups: list[Group] = field(default_factory=list)
+    counted_at: float = float("-inf")
+    #: Wall-clock seconds the last count took (``tssd_request_count_seconds``).
+    took_s: float = 0.0
+    _running: asyncio.Task[list[Group]] | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(g.count for g in self.groups)
+
+    async def get(self) -> list[Group]:
+        """Current figures: counted now when the table is small, else the last count."""
+        fresh = time.monotonic() - self.counted_at < self.max_age_s
+        if self.counted_at == float("-inf") or self.total < self.exact_below:
+            return await self._count()
+        if not fresh and self._running is None:
+            self._running = asyncio.create_task(self._count(), name="request-counts")
+            self._running.add_done_callback(self._done)
+        return self.groups
+
+    def age_s(self) -> float:
+        return max(0.0, time.monotonic() - self.counted_at)
+
+    async def _count(self) -> list[Group]:
+        started = time.monotonic()
+        async with self.sessions() as session:
+            rows = (await session.execute(_GROUPED)).all()
+        self.groups = [Group(k, q, s, n, int(b or 0), o) for k, q, s, n, b, o in rows]
+        self.counted_at = time.monotonic()
+        self.took_s = self.counted_at - started
+        return self.groups
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._running = None
+        if not task.cancelled():
+            task.exception()  # retrieved: a failed count is retried on the next call
+
+    async def close(self) -> None:
+        task, self._running = self._running, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)

@@ -1,0 +1,103 @@
+"""Retention: finished requests leave the database some days after they finished.
+
+The hot tables then hold the open requests and a bounded history (``database.
+retention_days``, default 30). Deletion goes in batches of ``retention_batch`` requests,
+one short transaction each, oldest finished first, so the API and the scheduler never
+wait behind one long delete; a request's events go in the same transaction as the
+request. Open requests are never touched: the state is checked in the DELETE itself, so
+a request retried meanwhile stays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from datetime import datetime, timedelta
+from typing import cast
+
+import structlog
+from sqlalchemy import Table, delete, func, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from tssd.db.models import TERMINAL_STATES, Request, RequestEvent, utcnow
+
+log = structlog.get_logger()
+REQUESTS = cast(Table, Request.__table__)
+EVENTS = cast(Table, RequestEvent.__table__)
+
+
+async def purge(
+    sessions: async_sessionmaker[AsyncSession],
+    before: datetime,
+    *,
+    batch: int = 5000,
+    counted: Callable[[int], None] | None = None,
+) -> int:
+    """Delete requests finished before *before*, with their events; return how many."""
+    total = 0
+    # Served by ix_requests_finished_at: the state is compared through coalesce() so that
+    # SQLite does not take a state index instead and sort every finished request.
+    finished = func.coalesce(REQUESTS.c.state, "").in_(TERMINAL_STATES)
+    oldest = (
+        select(REQUESTS.c.id)
+        .where(REQUESTS.c.finished_at < before, finished)
+        .order_by(REQUESTS.c.finished_at)
+        .limit(batch)
+    )
+    while True:
+        async with sessions.begin() as session:
+            ids = list((await session.scalars(oldest)).all())
+            if not ids:
+                return total
+            gone = (
+                delete(REQUESTS)
+                .where(REQUESTS.c.id.in_(ids), REQUESTS.c.state.in_(TERMINAL_STATES))
+                .returning(REQUESTS.c.id)
+            )
+            deleted = list((await session.scalars(gone)).all())
+            if deleted:
+                # Explicit rather than ON DELETE CASCADE: SQLite enforces foreign keys
+                # only when asked to, per connection.
+                await session.execute(delete(EVENTS).where(EVENTS.c.request_id.in_(deleted)))
+        total += len(deleted)
+        if counted is not None:
+            counted(len(deleted))
+        if len(ids) < batch:
+            return total
+        await asyncio.sleep(0)  # let the API and the scheduler in between batches
+
+
+@asynccontextmanager
+async def retention(
+    sessions: async_sessionmaker[AsyncSession],
+    days: float,
+    *,
+    batch: int,
+    every_s: float,
+    counted: Callable[[int], None] | None = None,
+) -> AsyncIterator[None]:
+    """Purge every *every_s* seconds for the duration of the ``async with`` block."""
+    if days <= 0:
+        yield
+        return
+
+    async def loop() -> None:
+        while True:
+            try:
+                before = utcnow() - timedelta(days=days)
+                n = await purge(sessions, before, batch=batch, counted=counted)
+                if n:
+                    log.info("retention.deleted", requests=n, before=before.isoformat())
+            except SQLAlchemyError as exc:  # the next round tries again
+                log.warning("retention.failed", error=str(exc)[:200])
+            await asyncio.sleep(every_s)
+
+    task = asyncio.create_task(loop(), name="retention")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
