@@ -42,7 +42,7 @@ from sqlalchemy.dialects import postgresql
 from tssd.api.server import make_app
 from tssd.app import build_services
 from tssd.backends.sim.catalog_csv import import_csv
-from tssd.config import DatabaseSettings, SchedulerSettings, Settings, SimSettings
+from tssd.config import ApiSettings, DatabaseSettings, SchedulerSettings, Settings, SimSettings
 from tssd.db.admin import AdminStore
 from tssd.db.models import State
 from tssd.db.retention import purge
@@ -237,6 +237,8 @@ async def _explain(url: str, captured: list[tuple[str, Any]]) -> dict[str, list[
 async def test_no_request_path_statement_walks_the_tables(tmp_path: Path, pg_url: str) -> None:
     settings = Settings(
         home=str(tmp_path / "home"),
+        # The synthetic rows name paths under /pool (never opened: no drive reads them).
+        api=ApiSettings(pool_roots="/pool"),
         database=DatabaseSettings(url=pg_url),
         sim=SimSettings(drives=2, tapes=0, time_scale=0.0),
         scheduler=SchedulerSettings(tick_s=60.0),
