@@ -206,7 +206,7 @@ def test_submits_past_the_admission_limit_are_told_to_retry(
     src.write_bytes(os.urandom(2048))
     si = f"-si={storage_info(2048, adler32_file(src))}"
     poll = daemon.hsm("put", PID.format(900), str(src), si, "-mode=poll")
-    assert poll.returncode == 72 and "busy" in poll.stderr, poll
+    assert poll.returncode == 72 and "admits no new requests" in poll.stderr, poll
     # Block mode waits (Retry-After) as for a restarting tssd, up to -reconnect-timeout.
     block = daemon.hsm("put", PID.format(900), str(src), si, "-reconnect-timeout=3")
     assert block.returncode == 1 and "503" in block.stderr, block

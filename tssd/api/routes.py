@@ -17,6 +17,7 @@ from tssd.api.openapi import openapi_document
 from tssd.api.roles import PEER_UID, ROLE, Forbidden, Role, Unauthorized, is_own
 from tssd.api.schemas import request_json
 from tssd.db.engine import is_transient
+from tssd.db.models import Kind, State
 from tssd.db.store import ListFilter
 from tssd.errors import (
     Conflict,
@@ -296,8 +297,8 @@ async def retry_request(request: web.Request) -> web.Response:
     return web.json_response({"request": request_json(row)})
 
 
-_STATES = frozenset(("queued", "active", "done", "failed", "cancelled"))
-_KINDS = frozenset(("recall", "migrate", "remove"))
+_STATES = frozenset(state.value for state in State)
+_KINDS = frozenset(kind.value for kind in Kind)
 
 
 async def list_requests(request: web.Request) -> web.Response:
