@@ -215,7 +215,12 @@ def check_invariants(
     rows = db_rows(node.db_url)
     requests, events, objects = rows["requests"], rows["events"], rows["objects"]
     states = Counter(r["state"] for r in requests)
-    assert set(states) == {"done"}, f"requests not all done: {dict(states)}"
+    unfinished = [
+        (r["kind"], r["pnfsid"], r["state"], r.get("error"))
+        for r in requests
+        if r["state"] != "done"
+    ]
+    assert set(states) == {"done"}, f"requests not all done: {dict(states)}: {unfinished[:8]}"
     per_file = Counter((r["kind"], r["pnfsid"]) for r in requests)
     repeated = {k: n for k, n in per_file.items() if n > 1}
     assert not repeated, f"a file has more than one request of a kind: {repeated}"
@@ -273,7 +278,7 @@ def check_invariants(
 
 def db_rows(url: str) -> dict[str, list[dict[str, Any]]]:
     queries = {
-        "requests": "SELECT id, kind, pnfsid, state FROM requests",
+        "requests": "SELECT id, kind, pnfsid, state, error FROM requests",
         "events": "SELECT request_id, from_state, to_state, reason FROM request_events",
         "objects": "SELECT bfid, pnfsid FROM sim_objects",
     }

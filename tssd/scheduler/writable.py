@@ -16,7 +16,7 @@ import structlog
 
 from tssd.backends.base import TapeBackend
 from tssd.db.models import Request
-from tssd.errors import TooLargeForTape, TssdError
+from tssd.errors import BackendError, DataError, TooLargeForTape, TssdError
 from tssd.retry import Retrier
 
 log = structlog.get_logger()
@@ -79,7 +79,11 @@ class WritableBatches:
         A session-level error gives the batch back to the queue, and the next pass would
         take it straight back: without this bound, for ever (issue 17 point 5).
         """
-        ended = []
+        ended: list[Request] = []
+        if not isinstance(exc, BackendError | DataError):
+            # A cartridge in another instance's drive, a shutdown, a database away: the
+            # daemon's or the cluster's state, not the request's; they pass by themselves.
+            return ended
         for request in list(pending.values()):
             if self.retrier.give_up(request.id, exc):
                 ended.append(request)
