@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tssd.app import build_services
 from tssd.backends.sim.catalog_csv import import_csv
-from tssd.config import DatabaseSettings, SchedulerSettings, Settings, SimSettings
+from tssd.config import ApiSettings, DatabaseSettings, SchedulerSettings, Settings, SimSettings
 from tssd.db.counts import Counts
 from tssd.db.models import Request, utcnow
 from tssd.db.polls import PollIndex
@@ -69,6 +69,7 @@ CATALOG = "pnfsid,volume,seq,size,storage_class,written_at\n" + "".join(
 async def test_a_freed_drive_is_timed_to_the_next_decision(tmp_path: Path, db_url: str) -> None:
     settings = Settings(
         home=str(tmp_path / "home"),
+        api=ApiSettings(pool_roots=str(tmp_path)),  # the recalls land in tmp_path
         database=DatabaseSettings(url=db_url),
         sim=SimSettings(drives=1, tapes=0, time_scale=0.0),
         scheduler=SchedulerSettings(tick_s=0.2, keep_mounted_s=0.0, fill_wait_s=0.0),

@@ -136,10 +136,13 @@ class Scheduler:
         """Schedule until :meth:`stop`; a failing pass is logged and retried."""
         work = self.store.notifier.work
         full = True
+        loop = asyncio.get_running_loop()
         started = float("-inf")
         while not self._stopping.is_set():
             await self._batch_submissions(started, full)
-            started = time.perf_counter()
+            # The loop's clock, not perf_counter: virtual under `tssd simulate`, which must
+            # give the same report for the same seed.
+            started = loop.time()
             work.clear()
             # The drives freed before this pass began are the ones it decides about.
             freed, self._freed = self._freed, []
@@ -167,7 +170,7 @@ class Scheduler:
         would cost a pass of its own (locate, rank every tape), a cost that grows with the
         pending set. A freed drive, an operator's change or a full pass is never delayed.
         """
-        wait = self.settings.submit_batch_s - (time.perf_counter() - last_start)
+        wait = self.settings.submit_batch_s - (asyncio.get_running_loop().time() - last_start)
         kinds = self.store.notifier.kinds
         if full or wait <= 0 or self._freed or not kinds or not kinds <= _SUBMITTED:
             return
