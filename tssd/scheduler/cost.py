@@ -52,6 +52,8 @@ class QueuePolicy:
     priority: int = 0
     max_drives: int | None = None
     paused: bool = False
+    #: Seconds within which the queue's requests should be done (None: no target).
+    latency_target_s: float | None = None
 
 
 @dataclass(frozen=True)
