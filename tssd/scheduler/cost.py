@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tssd.config import SchedulerSettings
 from tssd.scheduler.planner import TapeQueue
@@ -70,6 +70,12 @@ class Context:
     queue_drives: Mapping[str, int]
     #: Mounts of a volume in the last 24 h.
     mounts_today: Callable[[str], int]
+    #: Last pass's planned start of each eligible tape (latency targets: would it miss?).
+    starts: Mapping[str, float] = field(default_factory=dict)
+    #: Latency target per queue that has one (``latency_target_s``).
+    targets: Mapping[str, float] = field(default_factory=dict)
+    #: Tapes found late for a target by the last pass: they stay urgent until served.
+    late: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,8 @@ class Verdict:
     queues: frozenset[str]
     #: The queue a session of this tape counts against (max_drives).
     queue: str
+    #: Urgent because the plan would miss a queue's latency target (sticks while queued).
+    late: bool = False
 
 
 NO_POLICY = QueuePolicy()
@@ -134,9 +142,23 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
         unpaused = room = set(tape.queues)
         extra = 0
     priority = tape.max_priority() + extra if s.priority_weight else 0
+    # A tape holding requests of a target-bearing queue that the last plan would finish
+    # after the oldest one's deadline is urgent work, due at once (docs/scheduling.md).
+    # Once late it stays so: promoted, its planned start moves up and the test would flip.
+    late = bool(ctx.targets) and (
+        (tape.volume in ctx.late and target_deadline(tape, ctx.targets) < math.inf)
+        or misses_target(tape, ctx, total)
+    )
+    if late:
+        priority = max(priority, 1)
     # Higher-priority requests on a tape that needs a mount wait a little, so that the
     # next ones for it share the mount; meanwhile the tape leads the ordinary work.
-    batching = priority > 0 and not mounted and ctx.now - urgent_since(tape) < s.urgent_batch_s
+    batching = (
+        priority > 0
+        and not late
+        and not mounted
+        and ctx.now - urgent_since(tape) < s.urgent_batch_s
+    )
     rank = 0 if batching else priority
     small = tape.bytes < s.fill_bytes and len(tape) < s.fill_files
     queue = max(room or unpaused or tape.queues, key=lambda q: (tape.queues[q], q), default="")
@@ -172,7 +194,25 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
         total if rank > 0 else -total,
         float(zlib.crc32(tape.volume.encode())),
     )
-    return Verdict(tape.volume, "", rank, total, mount_s, key, frozenset(room), queue)
+    return Verdict(tape.volume, "", rank, total, mount_s, key, frozenset(room), queue, late)
+
+
+def target_deadline(tape: TapeQueue, targets: Mapping[str, float]) -> float:
+    """The earliest deadline (arrival + its queue's target) among the tape's requests of
+    target-bearing queues (``inf``: none)."""
+    if not targets or not any(q in targets for q in tape.queues):
+        return math.inf
+    return min(
+        (e.arrived + targets[e.queue] for e in tape.entries.values() if e.queue in targets),
+        default=math.inf,
+    )
+
+
+def misses_target(tape: TapeQueue, ctx: Context, total: float) -> bool:
+    """Whether the last pass's plan (start, else now, plus the session) ends after the
+    tape's earliest target deadline."""
+    deadline = target_deadline(tape, ctx.targets)
+    return deadline < math.inf and ctx.starts.get(tape.volume, ctx.now) + total > deadline
 
 
 def urgent_since(tape: TapeQueue) -> float:

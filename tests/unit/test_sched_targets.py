@@ -1,0 +1,60 @@
+"""A queue's latency target in the scheduler's cost model: a tape whose plan would miss
+the target becomes urgent work (and stays so until served); without targets nothing
+changes. The simulated effect is in docs/scheduling.md."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tssd.backends.sim.profiles import LTO9
+from tssd.config import SchedulerSettings
+from tssd.scheduler.cost import Context, QueuePolicy, evaluate, target_deadline
+from tssd.scheduler.planner import Entry, Planner
+
+GB = 10**9
+
+
+def tape(queue: str, arrived: float, n: int = 3, priority: int = 0) -> Planner:
+    planner = Planner()
+    planner.add([Entry(i, "A", i, GB, priority, queue, arrived) for i in range(1, n + 1)])
+    return planner
+
+
+def context(**kw: object) -> Context:
+    base = Context(
+        now=1000.0, settings=SchedulerSettings(urgent_batch_s=1800.0), profile=LTO9,
+        queues={"fast": QueuePolicy(latency_target_s=3600.0)}, mounted=frozenset(),
+        queue_drives={}, mounts_today=lambda v: 0,
+    )  # fmt: skip
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+def test_deadline_is_the_earliest_arrival_plus_its_queue_target() -> None:
+    planner = tape("fast", 100.0)
+    planner.add([Entry(9, "A", 9, GB, 0, "slow", 0.0)])
+    assert target_deadline(planner.tapes["A"], {"fast": 3600.0}) == 3700.0
+    assert target_deadline(planner.tapes["A"], {}) == float("inf")
+
+
+def test_a_tape_that_would_miss_its_target_is_urgent_at_once() -> None:
+    a = tape("fast", 0.0).tapes["A"]
+    targets = {"fast": 3600.0}
+    on_time = evaluate(a, context(targets=targets, starts={"A": 1000.0}))
+    assert (on_time.priority, on_time.late) == (0, False)
+    late = evaluate(a, context(targets=targets, starts={"A": 3500.0}))
+    assert (late.priority, late.late) == (1, True)
+    # Promoted, its planned start moves up: it stays urgent while its requests wait.
+    sticky = evaluate(a, context(targets=targets, starts={"A": 1000.0}, late=frozenset("A")))
+    assert sticky.late and sticky.priority == 1
+    # Without targets the verdict is the one of before (no target, no change).
+    plain = evaluate(a, context(queues={}, starts={"A": 3500.0}))
+    assert plain == evaluate(a, context(queues={}))
+    assert not plain.late
+
+
+def test_late_urgent_requests_skip_the_batching_wait() -> None:
+    a = tape("fast", 900.0, priority=5).tapes["A"]  # urgent, arrived 100 s ago
+    batching = evaluate(a, context())  # within urgent_batch_s: ranks as ordinary work
+    assert (batching.priority, batching.key[2]) == (0, 0.0)
+    late = evaluate(a, context(targets={"fast": 3600.0}, starts={"A": 4400.0}))
+    assert late.late and late.priority == 5 and late.key[2] == -5.0
