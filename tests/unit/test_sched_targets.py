@@ -58,3 +58,13 @@ def test_late_urgent_requests_skip_the_batching_wait() -> None:
     assert (batching.priority, batching.key[2]) == (0, 0.0)
     late = evaluate(a, context(targets={"fast": 3600.0}, starts={"A": 4400.0}))
     assert late.late and late.priority == 5 and late.key[2] == -5.0
+
+
+def test_a_paused_queue_target_makes_nothing_urgent() -> None:
+    planner = tape("fast", 0.0)
+    planner.add([Entry(9, "A", 9, GB, 0, "bulk", 0.0)])
+    queues = {"fast": QueuePolicy(paused=True, latency_target_s=3600.0)}
+    verdict = evaluate(
+        planner.tapes["A"], context(queues=queues, targets={"fast": 3600.0}, starts={"A": 9e9})
+    )
+    assert not verdict.late and verdict.priority == 0

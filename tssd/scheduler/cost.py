@@ -145,9 +145,11 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     # A tape holding requests of a target-bearing queue that the last plan would finish
     # after the oldest one's deadline is urgent work, due at once (docs/scheduling.md).
     # Once late it stays so: promoted, its planned start moves up and the test would flip.
-    late = bool(ctx.targets) and (
-        (tape.volume in ctx.late and target_deadline(tape, ctx.targets) < math.inf)
-        or misses_target(tape, ctx, total)
+    # Only the queues it may read count: a paused queue's target makes nothing urgent.
+    targets = {q: t for q, t in ctx.targets.items() if q in unpaused} if ctx.targets else {}
+    late = bool(targets) and (
+        (tape.volume in ctx.late and target_deadline(tape, targets) < math.inf)
+        or misses_target(tape, targets, ctx, total)
     )
     if late:
         priority = max(priority, 1)
@@ -208,10 +210,12 @@ def target_deadline(tape: TapeQueue, targets: Mapping[str, float]) -> float:
     )
 
 
-def misses_target(tape: TapeQueue, ctx: Context, total: float) -> bool:
+def misses_target(
+    tape: TapeQueue, targets: Mapping[str, float], ctx: Context, total: float
+) -> bool:
     """Whether the last pass's plan (start, else now, plus the session) ends after the
     tape's earliest target deadline."""
-    deadline = target_deadline(tape, ctx.targets)
+    deadline = target_deadline(tape, targets)
     return deadline < math.inf and ctx.starts.get(tape.volume, ctx.now) + total > deadline
 
 
