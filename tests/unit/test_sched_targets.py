@@ -68,3 +68,25 @@ def test_a_paused_queue_target_makes_nothing_urgent() -> None:
         planner.tapes["A"], context(queues=queues, targets={"fast": 3600.0}, starts={"A": 9e9})
     )
     assert not verdict.late and verdict.priority == 0
+
+
+def test_oldest_per_queue_follows_adds_and_removes() -> None:
+    import random
+
+    rng = random.Random(7)
+    planner = Planner()
+    live: dict[int, Entry] = {}
+    for i in range(1, 400):
+        if live and rng.random() < 0.4:
+            gone = rng.choice(sorted(live))
+            planner.take([gone])
+            del live[gone]
+        else:
+            e = Entry(i, "A", rng.randint(1, 50), GB, 0, rng.choice("xyz"), rng.uniform(0, 100))
+            planner.add([e])
+            live[i] = e
+        queue_tape = planner.tapes.get("A")
+        for q in "xyz":
+            want = min((e.arrived for e in live.values() if e.queue == q), default=float("inf"))
+            got = queue_tape.oldest_in(q) if queue_tape is not None else float("inf")
+            assert got == want, (i, q)

@@ -202,11 +202,8 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
 def target_deadline(tape: TapeQueue, targets: Mapping[str, float]) -> float:
     """The earliest deadline (arrival + its queue's target) among the tape's requests of
     target-bearing queues (``inf``: none)."""
-    if not targets or not any(q in targets for q in tape.queues):
-        return math.inf
     return min(
-        (e.arrived + targets[e.queue] for e in tape.entries.values() if e.queue in targets),
-        default=math.inf,
+        (tape.oldest_in(q) + t for q, t in targets.items() if q in tape.queues), default=math.inf
     )
 
 
