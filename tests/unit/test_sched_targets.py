@@ -39,24 +39,32 @@ def test_deadline_is_the_earliest_arrival_plus_its_queue_target() -> None:
 def test_a_tape_that_would_miss_its_target_is_urgent_at_once() -> None:
     a = tape("fast", 0.0).tapes["A"]
     targets = {"fast": 3600.0}
-    on_time = evaluate(a, context(targets=targets, starts={"A": 1000.0}))
+    # At 2000 s its oldest request waited past urgent_batch_s: no batching wait left.
+    on_time = evaluate(a, context(now=2000.0, targets=targets, starts={"A": 2000.0}))
     assert (on_time.priority, on_time.late) == (0, False)
-    late = evaluate(a, context(targets=targets, starts={"A": 3500.0}))
+    late = evaluate(a, context(now=2000.0, targets=targets, starts={"A": 3500.0}))
     assert (late.priority, late.late) == (1, True)
     # Promoted, its planned start moves up: it stays urgent while its requests wait.
-    sticky = evaluate(a, context(targets=targets, starts={"A": 1000.0}, late=frozenset("A")))
+    sticky = evaluate(
+        a, context(now=2000.0, targets=targets, starts={"A": 2000.0}, late=frozenset("A"))
+    )
     assert sticky.late and sticky.priority == 1
+    # Before then it batches (ranked as ordinary work, first among it): the wait ends
+    # at 1800 s, before it must start (3600 s minus its session) to meet its deadline.
+    batching = evaluate(a, context(targets=targets, starts={"A": 3500.0}))
+    assert batching.late and batching.priority == 0
     # Without targets the verdict is the one of before (no target, no change).
     plain = evaluate(a, context(queues={}, starts={"A": 3500.0}))
     assert plain == evaluate(a, context(queues={}))
     assert not plain.late
 
 
-def test_late_urgent_requests_skip_the_batching_wait() -> None:
+def test_a_deadline_before_the_batching_wait_ends_skips_it() -> None:
     a = tape("fast", 900.0, priority=5).tapes["A"]  # urgent, arrived 100 s ago
     batching = evaluate(a, context())  # within urgent_batch_s: ranks as ordinary work
     assert (batching.priority, batching.key[2]) == (0, 0.0)
-    late = evaluate(a, context(targets={"fast": 3600.0}, starts={"A": 4400.0}))
+    # Deadline 1900 s: it must start by about 1700 s, the wait would end at 2700 s.
+    late = evaluate(a, context(targets={"fast": 1000.0}, starts={"A": 1800.0}))
     assert late.late and late.priority == 5 and late.key[2] == -5.0
 
 

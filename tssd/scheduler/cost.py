@@ -147,19 +147,21 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     # Once late it stays so: promoted, its planned start moves up and the test would flip.
     # Only the queues it may read count: a paused queue's target makes nothing urgent.
     targets = {q: t for q, t in ctx.targets.items() if q in unpaused} if ctx.targets else {}
-    late = bool(targets) and (
-        (tape.volume in ctx.late and target_deadline(tape, targets) < math.inf)
-        or misses_target(tape, targets, ctx, total)
+    deadline = target_deadline(tape, targets) if targets else math.inf
+    late = deadline < math.inf and (
+        tape.volume in ctx.late or ctx.starts.get(tape.volume, ctx.now) + total > deadline
     )
     if late:
         priority = max(priority, 1)
     # Higher-priority requests on a tape that needs a mount wait a little, so that the
-    # next ones for it share the mount; meanwhile the tape leads the ordinary work.
+    # next ones for it share the mount; meanwhile the tape leads the ordinary work. A late
+    # tape waits so only if the wait ends before it must start to meet its deadline.
+    batch_end = urgent_since(tape) + s.urgent_batch_s
     batching = (
         priority > 0
-        and not late
         and not mounted
-        and ctx.now - urgent_since(tape) < s.urgent_batch_s
+        and ctx.now < batch_end
+        and not (late and deadline - total < batch_end)
     )
     rank = 0 if batching else priority
     small = tape.bytes < s.fill_bytes and len(tape) < s.fill_files
@@ -205,15 +207,6 @@ def target_deadline(tape: TapeQueue, targets: Mapping[str, float]) -> float:
     return min(
         (tape.oldest_in(q) + t for q, t in targets.items() if q in tape.queues), default=math.inf
     )
-
-
-def misses_target(
-    tape: TapeQueue, targets: Mapping[str, float], ctx: Context, total: float
-) -> bool:
-    """Whether the last pass's plan (start, else now, plus the session) ends after the
-    tape's earliest target deadline."""
-    deadline = target_deadline(tape, targets)
-    return deadline < math.inf and ctx.starts.get(tape.volume, ctx.now) + total > deadline
 
 
 def urgent_since(tape: TapeQueue) -> float:
