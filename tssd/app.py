@@ -24,6 +24,7 @@ from tssd.backpressure import Backpressure
 from tssd.clock import Clock, Offload, RealClock, in_thread
 from tssd.cluster.node import cluster_node
 from tssd.config import Settings
+from tssd.db.admin import AdminStore
 from tssd.db.engine import create_engine, is_postgres, session_factory
 from tssd.db.retention import retention
 from tssd.db.schema import ensure_schema
@@ -82,6 +83,8 @@ async def build_services(
         retrier = Retrier(policy, metrics, clock)
         store = RequestStore(sessions, postgres=is_postgres(engine))
         store.polls.ttl_s = settings.api.poll_cache_s
+        # Before the scheduler reads the queues table: [[queues]] tables win at start.
+        await AdminStore(sessions).seed_queues(settings.queues)
         drives = DriveManager(backend, sessions, retrier, metrics, clock)
         # Joins the instances sharing the database before the scheduler requeues its own.
         node = await stack.enter_async_context(cluster_node(settings.cluster, store, backend))

@@ -66,6 +66,7 @@ class Services:
                     "priority": by_name.get(n, {}).get("priority", 0),
                     "max_drives": by_name.get(n, {}).get("max_drives"),
                     "paused": by_name.get(n, {}).get("paused", False),
+                    "latency_target_s": by_name.get(n, {}).get("latency_target_s"),
                     **queues.get(n, {"queued": 0, "active": 0}),
                 }
                 for n in names

@@ -23,7 +23,7 @@ from tssd.errors import SchemaError
 
 TSSD_TABLES = set(Base.metadata.tables)
 #: The newest revision in migrations/versions: bump it with each new migration.
-HEAD = "0004e"
+HEAD = "0005"
 
 NEXT_REVISION = '''
 """a revision newer than the code under test"""

@@ -247,8 +247,8 @@ def test_status_table(sock: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0, err
     assert "tssd 0.1.0  up 1h 2m  backend sim  database sqlite" in out
     assert re.search(r"recall\s+3\s+1\s+10\s+2\s+0", out)
-    assert re.search(r"atlas\s+5\s+2\s+yes\s+0\s+0", out)
-    assert re.search(r"default\s+0\s+any\s+no\s+3\s+1", out)
+    assert re.search(r"atlas\s+5\s+2\s+yes\s+-\s+0\s+0", out)  # TARGET: none set
+    assert re.search(r"default\s+0\s+any\s+no\s+-\s+3\s+1", out)
     assert re.search(r"drive0\s+yes\s+mounted\s+SIM001L9", out)
     assert re.search(r"drive1\s+no\s+empty\s+-", out)
     assert "throughput 10.0 MB/s (600.0 MB in the last minute)" in out

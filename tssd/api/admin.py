@@ -13,6 +13,7 @@ import structlog
 from aiohttp import web
 
 from tssd.api.routes import int_param, read_json, services
+from tssd.config.queues import TARGET_MAX_S, TARGET_MIN_S
 from tssd.db.admin import UNSET, AdminStore, MountFilter
 from tssd.db.reports import ReportStore
 from tssd.errors import InvalidRequest
@@ -20,6 +21,7 @@ from tssd.services import Services
 from tssd.shim.names import QUEUE, VOLUME
 
 log = structlog.get_logger()
+QUEUE_FIELDS = {"priority", "max_drives", "paused", "latency_target_s"}
 
 
 def admin(request: web.Request) -> AdminStore:
@@ -58,8 +60,11 @@ async def set_queue(request: web.Request) -> web.Response:
     if not QUEUE.fullmatch(name):
         raise InvalidRequest("queue name must match [A-Za-z0-9_.:-]{1,64}")
     body = await read_json(request)
-    if not isinstance(body, dict) or set(body) - {"priority", "max_drives", "paused"}:
-        raise InvalidRequest('body must be {"priority": N, "max_drives": N|null, "paused": bool}')
+    if not isinstance(body, dict) or set(body) - QUEUE_FIELDS:
+        raise InvalidRequest(
+            'body must be {"priority": N, "max_drives": N|null, "paused": bool,'
+            ' "latency_target_s": seconds|null}'
+        )
     changes: dict[str, Any] = {}
     if "priority" in body:
         changes["priority"] = _integer(body["priority"], "priority", -1_000_000, 1_000_000)
@@ -70,17 +75,32 @@ async def set_queue(request: web.Request) -> web.Response:
         if not isinstance(body["paused"], bool):
             raise InvalidRequest("paused must be true or false")
         changes["paused"] = body["paused"]
+    if "latency_target_s" in body:
+        changes["latency_target_s"] = _target(body["latency_target_s"])
     queue = await admin(request).set_queue(
         name,
         priority=changes.get("priority"),
         max_drives=changes.get("max_drives", UNSET),
         paused=changes.get("paused"),
+        latency_target_s=changes.get("latency_target_s", UNSET),
     )
     log.info("queue.changed", queue=name, **changes)
     notifier = services(request).store.notifier
     notifier.kinds.add("queues")  # the scheduler rereads the queues table
     notifier.work.set()  # a resumed queue may start work now
     return web.json_response({"queue": queue})
+
+
+def _target(value: Any) -> float | None:
+    if value is None:
+        return None
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not TARGET_MIN_S <= value <= TARGET_MAX_S:
+        raise InvalidRequest(
+            f"latency_target_s must be null or seconds from {TARGET_MIN_S:.0f}"
+            f" to {TARGET_MAX_S:.0f}"
+        )
+    return float(value)
 
 
 def _integer(value: Any, name: str, lo: int, hi: int) -> int:

@@ -40,8 +40,26 @@ _QUEUE_BODY = {
         "priority": {"type": "integer", "minimum": -1000000, "maximum": 1000000},
         "max_drives": {"type": ["integer", "null"], "minimum": 1, "maximum": 10000},
         "paused": {"type": "boolean"},
+        "latency_target_s": {"type": ["number", "null"], "minimum": 1, "maximum": 31536000},
     },
     "additionalProperties": False,
+}
+#: A queue as GET /v1/queues and PATCH /v1/queues/{name} return it (tssd/db/admin.py).
+QUEUE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "configured": {"type": "boolean"},
+        "priority": {"type": "integer"},
+        "max_drives": {"type": ["integer", "null"]},
+        "paused": {"type": "boolean"},
+        "latency_target_s": {"type": ["number", "null"]},
+        "queued": {"type": "integer"},
+        "active": {"type": "integer"},
+        "queued_bytes": {"type": "integer"},
+        "active_bytes": {"type": "integer"},
+        "oldest_queued_at": {"type": ["string", "null"], "format": "date-time"},
+    },
 }
 
 
@@ -108,7 +126,14 @@ ADMIN_PATHS: dict[str, Any] = {
         "get": {
             "summary": "Queues",
             "operationId": "listQueues",
-            "responses": {"200": _ok(_list("queues"))},
+            "responses": {
+                "200": _ok(
+                    {
+                        "type": "object",
+                        "properties": {"queues": {"type": "array", "items": QUEUE_SCHEMA}},
+                    }
+                )
+            },
         }
     },
     "/v1/queues/{name}": {
@@ -120,7 +145,10 @@ ADMIN_PATHS: dict[str, Any] = {
                 "required": True,
                 "content": {"application/json": {"schema": _QUEUE_BODY}},
             },
-            "responses": {"200": _ok(_OBJ), **_errors(400)},
+            "responses": {
+                "200": _ok({"type": "object", "properties": {"queue": QUEUE_SCHEMA}}),
+                **_errors(400),
+            },
         }
     },
     "/v1/drives": {

@@ -375,6 +375,11 @@ def openapi_document() -> dict[str, Any]:
                                 "detail": _STR,
                                 "eta_s": {"type": ["number", "null"]},
                                 "eta": _NSTR,
+                                "queue": _STR,
+                                "target_s": {"type": ["number", "null"]},
+                                "deadline": _NSTR,
+                                "slack_s": {"type": ["number", "null"]},
+                                "on_target": {"type": ["boolean", "null"]},
                             },
                         }
                     ),

@@ -297,13 +297,14 @@ def _queues_table(queues: list[dict[str, Any]]) -> str:
             q.get("priority"),
             q.get("max_drives") or "any",
             q.get("paused"),
+            human_duration(q.get("latency_target_s")),
             q.get("queued", 0),
             q.get("active", 0),
         ]
         for q in queues
     ]
-    headers = ["QUEUE", "PRIORITY", "MAX DRIVES", "PAUSED", "QUEUED", "ACTIVE"]
-    return table(headers, rows, (1, 2, 4, 5))
+    headers = ["QUEUE", "PRIORITY", "MAX DRIVES", "PAUSED", "TARGET", "QUEUED", "ACTIVE"]
+    return table(headers, rows, (1, 2, 4, 5, 6))
 
 
 def _drives_table(drives: list[dict[str, Any]]) -> str:

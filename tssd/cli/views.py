@@ -67,6 +67,7 @@ def queues_table(queues: list[dict[str, Any]]) -> str:
             q.get("priority"),
             q.get("max_drives") or "any",
             q.get("paused"),
+            human_duration(q.get("latency_target_s")),
             q.get("queued", 0),
             q.get("active", 0),
             human_size(q.get("queued_bytes", 0) + q.get("active_bytes", 0)),
@@ -74,8 +75,9 @@ def queues_table(queues: list[dict[str, Any]]) -> str:
         ]
         for q in queues
     ]
-    headers = ["QUEUE", "PRIORITY", "MAX DRIVES", "PAUSED", "QUEUED", "ACTIVE", "BYTES", "OLDEST"]
-    return table(headers, rows, right=(1, 2, 4, 5, 6, 7))
+    headers = ["QUEUE", "PRIORITY", "MAX DRIVES", "PAUSED", "TARGET", "QUEUED", "ACTIVE", "BYTES",
+               "OLDEST"]  # fmt: skip
+    return table(headers, rows, right=(1, 2, 4, 5, 6, 7, 8))
 
 
 def drives_table(drives: list[dict[str, Any]]) -> str:
@@ -238,5 +240,25 @@ def why_view(why: dict[str, Any]) -> str:
             ("meaning", RULES.get(rule, "-")),
             ("detail", why.get("detail")),
             ("ETA", eta),
+            *_target_lines(why),
         ]
     )
+
+
+def _target_lines(why: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The queue's latency target and the ETA against it (nothing without a target)."""
+    target_s = why.get("target_s")
+    if target_s is None:
+        return []
+    slack = why.get("slack_s")
+    if slack is None:
+        verdict = "unknown (no ETA yet)"
+    elif slack >= 0:
+        verdict = f"on target, {human_duration(slack)} to spare"
+    else:
+        verdict = f"LATE by {human_duration(-slack)}"
+    return [
+        ("queue target", f"{human_duration(target_s)} (queue {why.get('queue')})"),
+        ("deadline", why.get("deadline") or NONE),
+        ("against target", verdict),
+    ]

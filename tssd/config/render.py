@@ -6,6 +6,7 @@ import dataclasses
 import textwrap
 from typing import Any
 
+from tssd.config.queues import QueueSettings
 from tssd.config.settings import SECTIONS, Origin, Settings
 
 
@@ -35,7 +36,37 @@ def to_toml(settings: Settings, origin: Origin | None = None) -> str:
             current = section
         lines.append(f"# {doc} ({src})")
         lines.append(f"{name or key} = {_toml_value(value)}")
+    lines.extend(queues_toml(settings.queues, origin.get("queues", "default") if origin else ""))
     return "\n".join(lines).lstrip() + "\n"
+
+
+def queues_toml(queues: tuple[QueueSettings, ...], src: str = "") -> list[str]:
+    """``[[queues]]`` tables with the keys each gave (None as the TOML word for it)."""
+    lines: list[str] = []
+    for q in queues:
+        lines.append(f"\n[[queues]]{f'  # ({src})' if src else ''}")
+        lines.append(f"name = {_toml_value(q.name)}")
+        for key in ("priority", "max_drives", "paused", "latency_target_s"):
+            if key in q.given:
+                value = getattr(q, key)
+                none = "any" if key == "max_drives" else "none"
+                lines.append(f"{key} = {_toml_value(none if value is None else value)}")
+    return lines
+
+
+SAMPLE_QUEUES = """
+# Queues seeded at start (docs/operations.md, "Queues"): one [[queues]] table per queue.
+# A missing queue is created; the keys a table gives are applied at every start and
+# win over `tssctl queues set` made before the restart; keys left out keep their
+# run-time value. latency_target_s: seconds or "30m", "1h", "2d"; "none" = no target.
+# max_drives: "any" = no limit. `tssd simulate --config` reads the same tables.
+#   [[queues]]
+#   name = "default"
+#   priority = 0
+#   max_drives = "any"
+#   paused = false
+#   latency_target_s = "none"
+"""
 
 
 SAMPLE_HEADER = """\
@@ -58,6 +89,7 @@ def sample_toml() -> str:
             lines.append("")
         lines.extend(f"# {line}" for line in textwrap.wrap(doc, 86))
         lines.append(f"# {name or key} = {_toml_value(value)}")
+    lines.append(SAMPLE_QUEUES.rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tssd.config.queues import QueueSettings, load_queues
 from tssd.config.sections import (
     DEFAULT_HOME,
     ApiSettings,
@@ -50,6 +51,8 @@ class Settings:
     backpressure: BackpressureSettings = field(default_factory=BackpressureSettings)
     cluster: ClusterSettings = field(default_factory=ClusterSettings)
     delivery: DeliverySettings = field(default_factory=DeliverySettings)
+    #: ``[[queues]]`` tables (tssd/config/queues.py): queues seeded at start.
+    queues: tuple[QueueSettings, ...] = ()
 
     @property
     def home_path(self) -> Path:
@@ -67,7 +70,7 @@ class Settings:
 SECTIONS: dict[str, type[Any]] = {
     f.name: typing.get_type_hints(Settings)[f.name]
     for f in dataclasses.fields(Settings)
-    if f.name != "home"
+    if f.name not in ("home", "queues")
 }
 
 
@@ -147,6 +150,12 @@ def load_settings(
     home = _coerce(data.pop("home", DEFAULT_HOME), str, "home")
     if "TSSD_HOME" in env:
         home, origin["home"] = env["TSSD_HOME"], "env"
+    # Recorded only when given: [[queues]] is a list of tables, not a setting with a default.
+    if "queues" in data:
+        origin["queues"] = "file"
+    queues = load_queues(data.pop("queues", []))
+    if "TSSD_QUEUES" in env:
+        queues, origin["queues"] = load_queues(env["TSSD_QUEUES"], "TSSD_QUEUES"), "env"
     sections: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
         table = data.pop(name, {})
@@ -155,7 +164,7 @@ def load_settings(
         sections[name] = _build_section(name, cls, table, env, origin)
     if data:
         raise ConfigError(f"unknown setting(s) in {path}: {', '.join(sorted(data))}")
-    return Settings(home=home, **sections), origin
+    return Settings(home=home, queues=queues, **sections), origin
 
 
 def _build_section(

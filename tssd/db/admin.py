@@ -6,17 +6,22 @@ in a drive this very moment) is merged in by the caller from the DriveManager.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import structlog
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from tssd.config.queues import QueueSettings
 from tssd.db.counts import Counts
 from tssd.db.models import OPEN_STATES, Drive, Kind, Mount, QueueRow, Request, Tape, utcnow
 from tssd.errors import Conflict, NotFound
+
+log = structlog.get_logger()
 
 DAY = timedelta(days=1)
 UNSET: Any = object()  # a keyword left out, as opposed to None (= "no limit")
@@ -121,6 +126,7 @@ class AdminStore:
         priority: int | None = None,
         max_drives: Any = UNSET,
         paused: bool | None = None,
+        latency_target_s: Any = UNSET,
     ) -> dict[str, Any]:
         """Create or change a queue; only the given fields change."""
         for attempt in range(2):
@@ -136,11 +142,27 @@ class AdminStore:
                         row.max_drives = max_drives
                     if paused is not None:
                         row.paused = paused
+                    if latency_target_s is not UNSET:
+                        row.latency_target_s = latency_target_s
                 break
             except IntegrityError as exc:  # created concurrently: change that row instead
                 if attempt:
                     raise Conflict(f"queue {name} changed concurrently; try again") from exc
         return next(q for q in await self.queues() if q["name"] == name)
+
+    async def seed_queues(self, queues: Sequence[QueueSettings]) -> None:
+        """Apply the ``[[queues]]`` tables at start: create the missing queues, set the
+        keys each table gives (a key left out keeps its run-time value)."""
+        for q in queues:
+            given = {k: getattr(q, k) for k in q.given}
+            await self.set_queue(
+                q.name,
+                priority=given.get("priority"),
+                max_drives=given.get("max_drives", UNSET),
+                paused=given.get("paused"),
+                latency_target_s=given.get("latency_target_s", UNSET),
+            )
+            log.info("queue.seeded", queue=q.name, **given)
 
     # -- drives -------------------------------------------------------------------------
 
@@ -276,6 +298,7 @@ def _queue(name: str, row: QueueRow | None) -> dict[str, Any]:
         "priority": row.priority if row else 0,
         "max_drives": row.max_drives if row else None,
         "paused": row.paused if row else False,
+        "latency_target_s": row.latency_target_s if row else None,
         "queued": 0,
         "active": 0,
         "queued_bytes": 0,

@@ -176,6 +176,8 @@ class QueueRow(Base):
     priority: Mapped[int] = mapped_column(Integer, default=0)
     max_drives: Mapped[int | None] = mapped_column(Integer)
     paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: Seconds within which the queue's requests should be done; NULL: no target.
+    latency_target_s: Mapped[float | None] = mapped_column(Float)
 
 
 class Tape(Base):

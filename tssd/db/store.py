@@ -510,6 +510,12 @@ async def _queue_rows(sessions: async_sessionmaker[AsyncSession]) -> list[dict[s
     async with sessions() as session:
         rows = (await session.scalars(select(QueueRow))).all()
     return [
-        {"name": q.name, "priority": q.priority, "max_drives": q.max_drives, "paused": q.paused}
+        {
+            "name": q.name,
+            "priority": q.priority,
+            "max_drives": q.max_drives,
+            "paused": q.paused,
+            "latency_target_s": q.latency_target_s,
+        }
         for q in rows
     ]

@@ -17,7 +17,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from tssd.clock import Clock
 from tssd.config import SchedulerSettings
 from tssd.db.models import utcnow
-from tssd.scheduler.cost import Context, QueuePolicy, Verdict, evaluate, urgent_since
+from tssd.scheduler.cost import (
+    Context,
+    QueuePolicy,
+    Verdict,
+    evaluate,
+    target_deadline,
+    urgent_since,
+)
 from tssd.scheduler.drives import DriveManager
 from tssd.scheduler.planner import Planner
 from tssd.scheduler.queues import load_pending, load_queues
@@ -53,6 +60,16 @@ class Chooser:
     resynced_at: float = float("-inf")
     #: Last pass: tapes of due higher-priority requests that found no free drive.
     urgent_waiting: frozenset[str] = frozenset()
+    #: Last pass: tapes urgent because they would miss a queue's latency target.
+    late: frozenset[str] = frozenset()
+
+    def targets(self) -> dict[str, float]:
+        """Latency target of each queue that has one."""
+        return {
+            name: q.latency_target_s
+            for name, q in self.queues.items()
+            if q.latency_target_s is not None
+        }
 
     async def resync(self) -> None:
         """Reload the planner and the queue settings from the database."""
@@ -79,6 +96,7 @@ class Chooser:
             mounted=frozenset(d.volume for d in free if d.volume),
             queue_drives=Counter(r.queue for r in self.running.values()),
             mounts_today=lambda v: self.drives.ledger.count(v, now),
+            starts=self.starts, targets=self.targets(), late=self.late,
         )  # fmt: skip
         busy = set(busy)
         verdicts = {}
@@ -93,6 +111,7 @@ class Chooser:
                 )  # fmt: skip
             verdicts[tape.volume] = verdict
         self.verdicts = verdicts
+        self.late = frozenset(v.volume for v in verdicts.values() if v.late)
         eligible = sorted((v for v in verdicts.values() if not v.rule), key=lambda v: v.key)
         self.starts = self._plan_starts(eligible, now)
         return eligible
@@ -152,13 +171,18 @@ class Chooser:
 
     def urgent_late(self, volume: str) -> bool:
         """Whether a tape other than *volume* holds due higher-priority requests that the
-        last pass's plan starts later than ``urgent_target_s`` after they arrived."""
+        last pass's plan starts later than ``urgent_target_s`` after they arrived (or, for
+        requests of a queue with a latency target, after their deadline)."""
         target = self.settings.urgent_target_s
+        targets = self.targets()
         tapes = self.planner.tapes
         for other in self.urgent_waiting - {volume}:
             tape = tapes.get(other)
+            if tape is None or not tape.entries:
+                continue
             start = self.starts.get(other, math.inf)
-            if tape is not None and tape.entries and start > urgent_since(tape) + target:
+            deadline = target_deadline(tape, targets)
+            if start > (deadline if deadline < math.inf else urgent_since(tape) + target):
                 return True
         return False
 

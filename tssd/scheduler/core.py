@@ -102,6 +102,7 @@ class Scheduler:
             runner.urgent_within_s = settings.urgent_within_s
             runner.urgent_target_s = settings.urgent_target_s
             runner.urgent_elsewhere = self.chooser.urgent_late
+            runner.queue_targets = self.chooser.targets
             store.notifier.listeners.append(self._finished)
         else:
             self.planner = None

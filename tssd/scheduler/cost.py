@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tssd.config import SchedulerSettings
 from tssd.scheduler.planner import TapeQueue
@@ -52,6 +52,8 @@ class QueuePolicy:
     priority: int = 0
     max_drives: int | None = None
     paused: bool = False
+    #: Seconds within which the queue's requests should be done (None: no target).
+    latency_target_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,12 @@ class Context:
     queue_drives: Mapping[str, int]
     #: Mounts of a volume in the last 24 h.
     mounts_today: Callable[[str], int]
+    #: Last pass's planned start of each eligible tape (latency targets: would it miss?).
+    starts: Mapping[str, float] = field(default_factory=dict)
+    #: Latency target per queue that has one (``latency_target_s``).
+    targets: Mapping[str, float] = field(default_factory=dict)
+    #: Tapes found late for a target by the last pass: they stay urgent until served.
+    late: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,8 @@ class Verdict:
     queues: frozenset[str]
     #: The queue a session of this tape counts against (max_drives).
     queue: str
+    #: Urgent because the plan would miss a queue's latency target (sticks while queued).
+    late: bool = False
 
 
 NO_POLICY = QueuePolicy()
@@ -132,9 +142,27 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
         unpaused = room = set(tape.queues)
         extra = 0
     priority = tape.max_priority() + extra if s.priority_weight else 0
+    # A tape holding requests of a target-bearing queue that the last plan would finish
+    # after the oldest one's deadline is urgent work, due at once (docs/scheduling.md).
+    # Once late it stays so: promoted, its planned start moves up and the test would flip.
+    # Only the queues it may read count: a paused queue's target makes nothing urgent.
+    targets = {q: t for q, t in ctx.targets.items() if q in unpaused} if ctx.targets else {}
+    deadline = target_deadline(tape, targets) if targets else math.inf
+    late = deadline < math.inf and (
+        tape.volume in ctx.late or ctx.starts.get(tape.volume, ctx.now) + total > deadline
+    )
+    if late:
+        priority = max(priority, 1)
     # Higher-priority requests on a tape that needs a mount wait a little, so that the
-    # next ones for it share the mount; meanwhile the tape leads the ordinary work.
-    batching = priority > 0 and not mounted and ctx.now - urgent_since(tape) < s.urgent_batch_s
+    # next ones for it share the mount; meanwhile the tape leads the ordinary work. A late
+    # tape waits so only if the wait ends before it must start to meet its deadline.
+    batch_end = urgent_since(tape) + s.urgent_batch_s
+    batching = (
+        priority > 0
+        and not mounted
+        and ctx.now < batch_end
+        and not (late and deadline - total < batch_end)
+    )
     rank = 0 if batching else priority
     small = tape.bytes < s.fill_bytes and len(tape) < s.fill_files
     queue = max(room or unpaused or tape.queues, key=lambda q: (tape.queues[q], q), default="")
@@ -170,7 +198,15 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
         total if rank > 0 else -total,
         float(zlib.crc32(tape.volume.encode())),
     )
-    return Verdict(tape.volume, "", rank, total, mount_s, key, frozenset(room), queue)
+    return Verdict(tape.volume, "", rank, total, mount_s, key, frozenset(room), queue, late)
+
+
+def target_deadline(tape: TapeQueue, targets: Mapping[str, float]) -> float:
+    """The earliest deadline (arrival + its queue's target) among the tape's requests of
+    target-bearing queues (``inf``: none)."""
+    return min(
+        (tape.oldest_in(q) + t for q, t in targets.items() if q in tape.queues), default=math.inf
+    )
 
 
 def urgent_since(tape: TapeQueue) -> float:

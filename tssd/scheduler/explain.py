@@ -12,11 +12,16 @@ stable short name:
   the rule holding its tape back (``cost.py``);
 - ``drives_busy``: its tape is in line but every drive is working;
 - ``queued_position``: its tape is in line for the next free drive.
+
+When the request's queue has a latency target (``tssctl queues set NAME --target 1h``) the
+answer also gives ``target_s``, the ``deadline`` (arrival + target), ``slack_s`` (deadline
+minus ETA, or minus the finish time once finished; negative: late) and ``on_target``
+(true/false, None while the ETA is unknown); all None without a target.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from tssd.db.models import Request, utcnow
@@ -30,7 +35,9 @@ FINISHED = ("done", "failed", "cancelled", "abandoned")
 def explain(scheduler: Scheduler, row: Request) -> dict[str, Any]:
     """The ``why`` answer for *row*: id, state, rule, detail, eta_s, eta."""
     rule, detail, eta_s = _why(scheduler, row)
-    eta = None if eta_s is None else (utcnow() + timedelta(seconds=eta_s)).isoformat()
+    now = utcnow()
+    eta = None if eta_s is None else (now + timedelta(seconds=eta_s)).isoformat()
+    policy = scheduler.chooser.queues.get(row.queue)
     return {
         "id": row.id,
         "state": row.state,
@@ -38,7 +45,34 @@ def explain(scheduler: Scheduler, row: Request) -> dict[str, Any]:
         "detail": detail,
         "eta_s": None if eta_s is None else round(eta_s, 1),
         "eta": eta,
+        "queue": row.queue,
+        **against_target(row, policy.latency_target_s if policy else None, eta_s, now),
     }
+
+
+def against_target(
+    row: Request, target_s: float | None, eta_s: float | None, now: datetime
+) -> dict[str, Any]:
+    """``target_s``, ``deadline``, ``slack_s``, ``on_target`` of *row* (see above)."""
+    if target_s is None:
+        return {"target_s": None, "deadline": None, "slack_s": None, "on_target": None}
+    deadline = _aware(row.created_at) + timedelta(seconds=target_s)
+    if row.state in FINISHED and row.finished_at is not None:
+        done: datetime | None = _aware(row.finished_at)
+    else:
+        done = None if eta_s is None else now + timedelta(seconds=eta_s)
+    slack = None if done is None else (deadline - done).total_seconds()
+    return {
+        "target_s": target_s,
+        "deadline": deadline.isoformat(),
+        "slack_s": None if slack is None else round(slack, 1),
+        "on_target": None if slack is None else slack >= 0,
+    }
+
+
+def _aware(value: datetime) -> datetime:
+    # SQLite hands back naive datetimes; tssd stores UTC.
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def eta_fields(scheduler: Scheduler, row: Request) -> dict[str, Any]:

@@ -37,8 +37,8 @@ class Entry:
 class TapeQueue:
     """The pending recalls of one tape and their aggregates."""
 
-    __slots__ = ("_oldest", "_urgent", "bytes", "entries", "positions", "priorities", "queues",
-                 "runs", "volume")  # fmt: skip
+    __slots__ = ("_by_queue", "_oldest", "_urgent", "bytes", "entries", "positions",
+                 "priorities", "queues", "runs", "volume")  # fmt: skip
 
     def __init__(self, volume: str) -> None:
         self.volume = volume
@@ -51,6 +51,8 @@ class TapeQueue:
         self._oldest: float | None = None
         #: Arrival of the oldest request of a priority above 0, None = to recompute.
         self._urgent: float | None = None
+        #: Arrival of the oldest request per queue, computed on demand (latency targets).
+        self._by_queue: dict[str, float] = {}
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -69,6 +71,9 @@ class TapeQueue:
             self._oldest = entry.arrived
         if entry.priority > 0 and self._urgent is not None and entry.arrived < self._urgent:
             self._urgent = entry.arrived
+        known = self._by_queue.get(entry.queue)
+        if known is not None and entry.arrived < known:
+            self._by_queue[entry.queue] = entry.arrived
 
     def remove(self, entry_id: int) -> Entry | None:
         entry = self.entries.pop(entry_id, None)
@@ -85,6 +90,8 @@ class TapeQueue:
             self._oldest = None  # recomputed lazily: removals come in batches
         if entry.priority > 0 and self._urgent is not None and entry.arrived <= self._urgent:
             self._urgent = None
+        if entry.arrived <= self._by_queue.get(entry.queue, float("-inf")):
+            del self._by_queue[entry.queue]
         return entry
 
     def oldest(self) -> float:
@@ -92,6 +99,17 @@ class TapeQueue:
         if self._oldest is None:
             self._oldest = min((e.arrived for e in self.entries.values()), default=float("inf"))
         return self._oldest
+
+    def oldest_in(self, queue: str) -> float:
+        """Arrival of the oldest request of *queue* (``inf``: none), cached like
+        :meth:`oldest`."""
+        if queue not in self.queues:
+            return float("inf")
+        found = self._by_queue.get(queue)
+        if found is None:
+            found = min(e.arrived for e in self.entries.values() if e.queue == queue)
+            self._by_queue[queue] = found
+        return found
 
     def oldest_above(self, priority: int) -> float:
         """Arrival of the oldest request of a priority above *priority* (``inf``: none).

@@ -24,7 +24,12 @@ async def load_queues(sessions: async_sessionmaker[AsyncSession]) -> dict[str, Q
     async with sessions() as session:
         rows = (await session.scalars(select(QueueRow))).all()
     return {
-        q.name: QueuePolicy(priority=q.priority or 0, max_drives=q.max_drives, paused=q.paused)
+        q.name: QueuePolicy(
+            priority=q.priority or 0,
+            max_drives=q.max_drives,
+            paused=q.paused,
+            latency_target_s=q.latency_target_s,
+        )
         for q in rows
     }
 

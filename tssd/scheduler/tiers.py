@@ -10,6 +10,8 @@ work, and the read order places them where they cost least before their deadline
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from tssd.scheduler.drives import DriveManager
 from tssd.scheduler.planner import Entry, Planner
 
@@ -28,6 +30,9 @@ class PriorityTiers:
         self.urgent_within_s = 0.0
         #: Latency aimed at for higher-priority requests (``urgent_target_s``).
         self.urgent_target_s = 0.0
+        #: Latency target of each queue that has one (set by the scheduler): it replaces
+        #: ``urgent_target_s`` for that queue's requests.
+        self.queue_targets: Callable[[], Mapping[str, float]] = dict
         #: The scheduler's per-tape index, when it keeps one (set by the scheduler).
         self.planner: Planner | None = None
         #: Drives whose recall session should end after the file being read.
@@ -81,9 +86,11 @@ class PriorityTiers:
 
     def _read_within(self, request_id: int) -> float:
         """Seconds from now within which a claimed higher-priority request should be read:
-        until ``urgent_target_s`` after its arrival, and at least ``urgent_within_s``."""
+        until ``urgent_target_s`` (its queue's latency target, if it has one) after its
+        arrival, and at least ``urgent_within_s``."""
         entry = self._claimed_entries.get(request_id)
         if entry is None:
             return self.urgent_within_s
-        left = entry.arrived + self.urgent_target_s - self.drives.clock.now()
+        target = self.queue_targets().get(entry.queue, self.urgent_target_s)
+        left = entry.arrived + target - self.drives.clock.now()
         return max(self.urgent_within_s, left)

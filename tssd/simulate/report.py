@@ -39,7 +39,7 @@ def build_report(options: Options, outcome: Outcome, lower_bound_s: float) -> di
         "lower_bound_s": round(lower_bound_s, 3),
         "latency_s": _latency(outcome),
         "locate_s": round(sum(m.locate_s for m in mounts), 3),
-        "queues": _per_queue(outcome),
+        "queues": _per_queue(outcome, {q.name: q.latency_target_s for q in options.queues}),
         "peak_pending": outcome.peak_pending,
         "wall_s": round(outcome.wall_s, 3),
         "policy": options.policy,
@@ -67,8 +67,10 @@ def _latency(outcome: Outcome) -> dict[str, float]:
     }
 
 
-def _per_queue(outcome: Outcome) -> dict[str, dict[str, Any]]:
-    """Per queue: files, bytes, when its last file finished, latency quantiles."""
+def _per_queue(outcome: Outcome, targets: dict[str, float | None]) -> dict[str, dict[str, Any]]:
+    """Per queue: files, bytes, when its last file finished, latency quantiles, and its
+    latency target: ``target_s``, ``met`` (p95 within the target) and ``within_target``
+    (the share of its files done within it); None for a queue without a target."""
     rows = {r.id: r for r in outcome.requests}
     waits: dict[str, list[float]] = {}
     sizes: dict[str, int] = {}
@@ -86,9 +88,21 @@ def _per_queue(outcome: Outcome) -> dict[str, dict[str, Any]]:
         q: {
             "files": len(w), "bytes": sizes[q], "last_s": round(last[q], 3),
             "p50_s": _quantile(sorted(w), 0.50), "p95_s": _quantile(sorted(w), 0.95),
+            **_against(sorted(w), targets.get(q)),
         }
         for q, w in sorted(waits.items())
     }  # fmt: skip
+
+
+def _against(waits: Sequence[float], target_s: float | None) -> dict[str, Any]:
+    if target_s is None:
+        return {"target_s": None, "met": None, "within_target": None}
+    within = sum(1 for w in waits if w <= target_s) / len(waits)
+    return {
+        "target_s": target_s,
+        "met": _quantile(waits, 0.95) <= target_s,
+        "within_target": round(within, 4),
+    }
 
 
 def _quantile(values: Sequence[float], q: float) -> float:

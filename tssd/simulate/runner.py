@@ -20,6 +20,7 @@ from tssd.backends.base import Sink
 from tssd.backends.sim.catalog_csv import import_csv
 from tssd.clock import inline
 from tssd.config import SchedulerSettings, Settings, SimSettings
+from tssd.config.queues import QueueSettings
 from tssd.db.models import Base, Kind, Request
 from tssd.files import CountingSink
 from tssd.scheduler.drives import MountRecord
@@ -47,6 +48,8 @@ class Options:
     scheduler: tuple[tuple[str, Any], ...] = ()
     #: SimSettings fields to override, e.g. (("layout_spread", 0.0),).
     sim: tuple[tuple[str, Any], ...] = ()
+    #: ``[[queues]]`` tables of ``--config``: seeded into the queues table at start.
+    queues: tuple[QueueSettings, ...] = ()
 
 
 @dataclass
@@ -93,7 +96,7 @@ def simulation_settings(options: Options, home: Path) -> Settings:
     # Passes come from events (arrivals, finished sessions); the tick is only a safety net.
     base = {"tick_s": 300.0, "keep_mounted_s": 60.0, "shutdown_grace_s": 0.0, "resync_s": 3600.0}
     scheduler = SchedulerSettings(**{**base, **dict(options.scheduler)})
-    return Settings(home=str(home), sim=sim, scheduler=scheduler)
+    return Settings(home=str(home), sim=sim, scheduler=scheduler, queues=options.queues)
 
 
 async def run_campaign(options: Options, arrivals: Sequence[Arrival], catalog_text: str) -> Outcome:

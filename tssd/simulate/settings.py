@@ -5,6 +5,9 @@ the ``[sim]`` settings that describe the library (profile, drives, robot arms, s
 capacity, true-layout spreads, error rates) act on the simulation. ``--set`` overrides one
 setting of those sections; a command-line flag (``--profile``, ``--drives``, ...) wins
 over both. Settings of other sections are read (and checked) but change nothing here.
+The ``[[queues]]`` tables seed the simulation's queues as they seed those of ``tssd
+serve`` (priority, drive limit, pause, latency target); the report gives each queue's
+target and whether its p95 met it.
 """
 
 from __future__ import annotations
@@ -66,4 +69,6 @@ def overrides(settings: Settings, origin: Origin) -> dict[str, Any]:
     out: dict[str, Any] = {k: sim.pop(k) for k in SIM_OPTIONS if k in sim}
     out["scheduler"] = tuple(sorted(scheduler.items()))
     out["sim"] = tuple(sorted(sim.items()))
+    if settings.queues:
+        out["queues"] = settings.queues
     return out

@@ -1,4 +1,5 @@
-"""``tssctl queues list|set``: named queues, their priority, drive limit and pause flag.
+"""``tssctl queues list|set``: named queues, their priority, drive limit, pause flag and
+latency target.
 
 The values are kept in the database (the ``queues`` table); the scheduler reads them on
 its next pass, so a change applies within a second or so, without a restart.
@@ -20,9 +21,13 @@ from tssd.cli.commands import (
     queue_name,
     wants_json,
 )
+from tssd.config.queues import TARGET_MAX_S, TARGET_MIN_S, parse_duration
 from tssd.wire import Client
 
-group("queues", "list queues, or change a queue's priority, drive limit or pause", default="list")
+group(
+    "queues", "list queues, or change a queue's priority, drive limit, pause or target",
+    default="list",
+)  # fmt: skip
 
 
 @command("queues list", "queues with their settings, queued and active requests")
@@ -47,12 +52,30 @@ def max_drives(text: str) -> int | None:
     return value
 
 
+def target(text: str) -> float | None:
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not TARGET_MIN_S <= value <= TARGET_MAX_S:
+        raise argparse.ArgumentTypeError(
+            f"must be {TARGET_MIN_S:.0f} s to {TARGET_MAX_S / 86400:.0f} d (or 'none')"
+        )
+    return value
+
+
 def _set_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", type=queue_name, metavar="NAME", help="queue (created if new)")
     parser.add_argument("--priority", type=int, metavar="N", help="higher goes first")
     parser.add_argument(
         "--max-drives", type=max_drives, metavar="N", default=argparse.SUPPRESS,
         help="most drives the queue may use at once ('any' = no limit)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--target", type=target, metavar="TIME", default=argparse.SUPPRESS,
+        help="latency target: seconds, or 90s, 30m, 1h, 2d ('none' clears it)",
     )  # fmt: skip
     pause = parser.add_mutually_exclusive_group()
     pause.add_argument(
@@ -71,9 +94,13 @@ def queues_set(args: argparse.Namespace, client: Client) -> int:
         body["max_drives"] = args.max_drives
     if args.pause or args.resume:
         body["paused"] = bool(args.pause)
+    if "target" in vars(args):
+        body["latency_target_s"] = args.target
     if not body:
-        return fail("nothing to change: give --priority, --max-drives, --pause or --resume",
-                    EXIT_USAGE)  # fmt: skip
+        return fail(
+            "nothing to change: give --priority, --max-drives, --target, --pause or --resume",
+            EXIT_USAGE,
+        )
     data = client.call("PATCH", f"/v1/queues/{args.name}", body)
     if wants_json(args):
         emit_json(data)
