@@ -9,11 +9,11 @@ and origin, ``tssd config --sample`` writes the documented sample file.
 Paths may contain ``{home}``, replaced by the state directory.
 """
 
+from tssd.config.backends import BackendSettings, ScsiSettings, SimSettings
 from tssd.config.render import describe, sample_toml, to_toml
 from tssd.config.sections import (
     DEFAULT_HOME,
     ApiSettings,
-    BackendSettings,
     BackpressureSettings,
     ClusterSettings,
     DatabaseSettings,
@@ -22,8 +22,6 @@ from tssd.config.sections import (
     HealthSettings,
     LogSettings,
     SchedulerSettings,
-    ScsiSettings,
-    SimSettings,
 )
 from tssd.config.settings import SECTIONS, Origin, Settings, load_settings
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tssd.config.backends import BackendSettings, ScsiSettings, SimSettings
 from tssd.config.queues import QueueSettings, load_queues
 from tssd.config.sections import (
     DEFAULT_HOME,
     ApiSettings,
-    BackendSettings,
     BackpressureSettings,
     ClusterSettings,
     DatabaseSettings,
@@ -26,8 +26,6 @@ from tssd.config.sections import (
     LimitsSettings,
     LogSettings,
     SchedulerSettings,
-    ScsiSettings,
-    SimSettings,
     _doc,
 )
 from tssd.errors import ConfigError
