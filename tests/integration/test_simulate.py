@@ -178,3 +178,25 @@ def test_sparse_campaigns_never_beat_the_tighter_bound(tmp_path: Path, profile_n
     for policy in ("tssd", "tss"):
         report = run(catalog, requests, profile=profile_name, drives=2, policy=policy)
         assert report["makespan_s"] >= report["lower_bound_s"] > 0
+
+
+@pytest.mark.parametrize("policy", ["tss", "fifo"])
+def test_no_session_without_work_on_the_paths_without_a_planner(
+    tmp_path: Path, policy: str
+) -> None:
+    """Issue 18 point 7: a session is started only for a tape with a file to claim.
+
+    fifo reads one file per session, so it starts exactly one session per file; tss
+    reads a tape's queue in one visit, so one session per mount (arrivals that come
+    while the tape is still in the drive may add a visit without a mount).
+    """
+    catalog, requests = write_campaign(tmp_path, tapes=4, files=20, fraction=0.5, seed=9)
+    report = run(catalog, requests, profile="lto9", drives=2, policy=policy)
+    files, mounts, sessions = report["files"], report["mounts"], report["sessions"]
+    assert files == len(load_requests(requests)) and report["failed"] == 0
+    assert isinstance(sessions, int) and isinstance(mounts, int)
+    assert sessions >= mounts > 0  # every mount was asked for by a session
+    if policy == "fifo":
+        assert sessions == files
+    else:
+        assert sessions <= 2 * mounts

@@ -133,6 +133,16 @@ class Request(Base):
         # Serves the scheduler: unlocated recalls, per-tape queues in position order.
         Index("ix_requests_state_kind_volume", "state", "kind", "volume", "position"),
         Index("ix_requests_volume_position", "volume", "position"),
+        # Located queued recalls in arrival order (fifo's candidates, one per pass): without
+        # it the database sorts the whole queue by id on every pass.
+        Index(
+            "ix_requests_located_order",
+            "state",
+            "kind",
+            "id",
+            sqlite_where=text("volume IS NOT NULL"),
+            postgresql_where=text("volume IS NOT NULL"),
+        ),
         Index("ix_requests_pnfsid", "pnfsid"),
         # The reaper of unclaimed part files: delivery = 'claim' only until a call claims.
         Index("ix_requests_delivery_state", "delivery", "state", "finished_at"),

@@ -85,6 +85,8 @@ class Scheduler:
         self._seen_pending: set[tuple[str, str]] = set()
         self._pending_at = float("-inf")
         self._migrations_waiting = True
+        #: Sessions started, per purpose (recall, migrate): ``tssd simulate`` reports them.
+        self.sessions_started: Counter[str] = Counter()
         #: Queues an operator paused: none of their recalls or migrations starts.
         self._paused: frozenset[str] = frozenset()
         #: perf_counter() of each drive freed since the last pass began (decision metric).
@@ -332,6 +334,7 @@ class Scheduler:
 
     def _start(self, drive: DriveState, candidate: Candidate) -> None:
         drive.busy = True
+        self.sessions_started[candidate.purpose] += 1
         busy = self._volumes_busy if candidate.purpose == "recall" else self._classes_busy
         busy.add(candidate.target)
         if drive.volume is not None:

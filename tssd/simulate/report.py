@@ -41,6 +41,7 @@ def build_report(options: Options, outcome: Outcome, lower_bound_s: float) -> di
         "locate_s": round(sum(m.locate_s for m in mounts), 3),
         "queues": _per_queue(outcome, {q.name: q.latency_target_s for q in options.queues}),
         "peak_pending": outcome.peak_pending,
+        "sessions": outcome.sessions,
         "wall_s": round(outcome.wall_s, 3),
         "policy": options.policy,
         "profile": options.profile,

@@ -64,6 +64,8 @@ class Outcome:
     makespan_s: float = 0.0
     wall_s: float = 0.0
     peak_pending: int = 0
+    #: Recall sessions the scheduler started (one per file for fifo, per visit otherwise).
+    sessions: int = 0
 
 
 class LoopClock:
@@ -167,6 +169,7 @@ async def _drive(services: Services, options: Options, arrivals: Sequence[Arriva
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     outcome.mounts = list(services.drives.history)
+    outcome.sessions = services.scheduler.sessions_started["recall"]
     outcome.requests = await _recalls(services)
     return outcome
 
