@@ -191,7 +191,7 @@ class GuestVM:
         )
         append = (
             f"console=ttyS0 quiet panic=-1 tssdvm.share={self.share} "
-            f"tssdvm.script={self.share / 'guest.sh'}"
+            f"tssdvm.script={self.share / 'guest.sh'} tssdvm.repo={REPO}"
         )
         # setpriv: qemu gets SIGKILL when this process dies, even by SIGKILL, so no guest
         # outlives its test run.
