@@ -5,7 +5,6 @@ Times are stored as timezone-aware UTC datetimes.
 
 from __future__ import annotations
 
-import enum
 from datetime import UTC, datetime
 
 from sqlalchemy import (
@@ -22,6 +21,11 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from tssd.domain import OPEN_STATES, TERMINAL_STATES, Kind, State
+
+# Re-exported for older imports; new code imports them from tssd.domain.
+__all__ = ["OPEN_STATES", "TERMINAL_STATES", "Kind", "State"]
 
 # Deterministic constraint names keep Alembic migrations identical on SQLite and PostgreSQL.
 NAMING = {
@@ -44,27 +48,6 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
-class Kind(enum.StrEnum):
-    RECALL = "recall"
-    MIGRATE = "migrate"
-    REMOVE = "remove"
-
-
-class State(enum.StrEnum):
-    QUEUED = "queued"
-    ACTIVE = "active"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    #: A recall whose part file no pool call claimed in time (delivery.claim_timeout_s).
-    ABANDONED = "abandoned"
-
-    @property
-    def is_open(self) -> bool:
-        return self in (State.QUEUED, State.ACTIVE)
-
-
-OPEN_STATES = ("queued", "active")
 #: The predicate of ``uq_requests_open_key``, spelled exactly as the index spells it: a
 #: partial index serves a query only when the planner can prove the query's condition
 #: implies the index's, which neither PostgreSQL (in a generic plan) nor SQLite can with
@@ -72,7 +55,6 @@ OPEN_STATES = ("queued", "active")
 OPEN_STATE_SQL = "requests.state IN ('queued', 'active')"
 #: Queued recalls not yet located: the predicate of ``ix_requests_unlocated`` (same rule).
 UNLOCATED_SQL = "requests.state = 'queued' AND requests.kind = 'recall' AND requests.volume IS NULL"
-TERMINAL_STATES = ("done", "failed", "cancelled", "abandoned")
 
 
 class Request(Base):
