@@ -21,7 +21,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import structlog
-from sqlalchemy.exc import SQLAlchemyError
+
+from tssd.db.engine import DatabaseError
 
 log = structlog.get_logger()
 
@@ -143,7 +144,7 @@ async def depth_sampler(activity: Activity, counts: Counts) -> AsyncIterator[Non
         while True:
             try:
                 activity.sample(time.time(), depth_of(await counts()))
-            except SQLAlchemyError as exc:  # a gap in the chart; the next round tries again
+            except DatabaseError as exc:  # a gap in the chart; the next round tries again
                 log.warning("status.depth_sample_failed", error=str(exc)[:200])
             await asyncio.sleep(activity.depth_every_s)
 

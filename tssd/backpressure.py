@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from sqlalchemy import ColumnElement, not_, or_
 
+from tssd.db.conditions import Condition, paths_outside
 from tssd.db.models import Kind, Request, State
 from tssd.errors import NoSpace
 from tssd.metrics import Metrics
@@ -176,11 +176,10 @@ class Backpressure:
                 self.on_release()
         return released
 
-    def clauses(self) -> list[ColumnElement[bool]]:
+    def clauses(self) -> list[Condition]:
         """WHERE conditions leaving out recalls into full file systems (after a recheck)."""
         self.recheck()
-        inside = [Request.path.startswith(_prefix(m), autoescape=True) for m in self.full]
-        return [or_(Request.path.is_(None), not_(cond)) for cond in inside]
+        return paths_outside(_prefix(m) for m in self.full)
 
     def held_reason(self, request: Any) -> str | None:
         """Why a queued recall waits for disk space, or None (for ``tssctl why``)."""

@@ -22,12 +22,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import structlog
-from sqlalchemy import select
-from sqlalchemy.exc import SQLAlchemyError
 
 from tssd.backends.base import Sink, Source
 from tssd.config import Settings
-from tssd.db.models import Kind, Request, State, utcnow
+from tssd.db.engine import DatabaseError
+from tssd.db.lookups import unclaimed_recalls
+from tssd.db.models import Request, State, utcnow
 from tssd.db.store import RequestStore
 from tssd.errors import TssdError
 from tssd.files import (
@@ -99,26 +99,14 @@ class Reaper:
         while True:
             try:
                 await self.sweep()
-            except SQLAlchemyError as exc:  # the next sweep tries again
+            except DatabaseError as exc:  # the next sweep tries again
                 log.warning("delivery.sweep_failed", error=str(exc))
             await asyncio.sleep(self.every_s)
 
     async def sweep(self) -> int:
         """One pass; the number of requests abandoned."""
         cutoff = utcnow() - timedelta(seconds=self.claim_timeout_s)
-        # delivery = 'claim' lasts until a call claims (then 'claimed'): an index range.
-        stmt = (
-            select(Request.id, Request.path, Request.pnfsid, Request.queue)
-            .where(
-                Request.delivery == CLAIM,
-                Request.state == State.DONE.value,
-                Request.finished_at < cutoff,
-                Request.kind == Kind.RECALL.value,
-            )
-            .limit(1000)
-        )
-        async with self.store.sessions() as session:
-            rows = (await session.execute(stmt)).all()
+        rows = await unclaimed_recalls(self.store.sessions, CLAIM, cutoff, limit=1000)
         abandoned = 0
         for request_id, path, pnfsid, queue in rows:
             abandoned += await self._settle(request_id, path or "", pnfsid, queue)
@@ -137,7 +125,7 @@ class Reaper:
             removed = True  # cannot be claimed through an unusable directory either
         if not removed:
             # A call renamed it (and is about to say so), or it was never there: settled.
-            with suppress(SQLAlchemyError, TssdError):
+            with suppress(DatabaseError, TssdError):
                 await self.store.mark_reported(request_id)
             return 0
         reason = f"no pool call claimed the file within {self.claim_timeout_s:g} s; part removed"

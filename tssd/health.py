@@ -17,10 +17,9 @@ from collections.abc import Callable
 from typing import Protocol
 
 import structlog
-from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tssd.db.models import Drive, Tape, utcnow
+from tssd.db import health as db
+from tssd.db.engine import Sessions
 from tssd.errors import BackendError, ObjectNotFound
 from tssd.metrics import Metrics
 
@@ -42,7 +41,7 @@ class Health:
 
     def __init__(
         self,
-        sessions: async_sessionmaker[AsyncSession],
+        sessions: Sessions,
         metrics: Metrics,
         *,
         drive_max_failures: int = 5,
@@ -95,12 +94,7 @@ class Health:
 
     async def _disable(self, drive: DriveLike, failures: int, error: BaseException) -> None:
         drive.enabled = False
-        async with self.sessions.begin() as session:
-            await session.execute(
-                update(Drive)
-                .where(Drive.name == drive.name)
-                .values(enabled=False, updated_at=utcnow())
-            )
+        await db.disable_drive(self.sessions, drive.name)
         self.metrics.drives_disabled_total.inc()
         log.error("drive.disabled", drive=drive.name, failures=failures, error=str(error))
         if self.on_drive_disabled is not None:
@@ -108,12 +102,7 @@ class Health:
 
     async def _suspect(self, volume: str, drives: list[str], error: BaseException) -> None:
         self.suspect.add(volume)
-        async with self.sessions.begin() as session:
-            tape = await session.get(Tape, volume)
-            if tape is None:
-                session.add(Tape(volume=volume, state="suspect"))
-            else:
-                tape.state = "suspect"
+        await db.mark_tape_suspect(self.sessions, volume)
         self.metrics.tapes_suspect_total.inc()
         log.error("tape.suspect", volume=volume, drives=drives, error=str(error))
 

@@ -13,11 +13,11 @@ from contextlib import asynccontextmanager, suppress
 from datetime import datetime, timedelta
 
 import structlog
-from sqlalchemy import func, select
-from sqlalchemy.exc import SQLAlchemyError
 
 from tssd.db.admin import aware
-from tssd.db.models import Mount, QueueRow, utcnow
+from tssd.db.engine import DatabaseError
+from tssd.db.gauges import pauses_and_mounts
+from tssd.db.models import utcnow
 from tssd.services import Services
 
 log = structlog.get_logger()
@@ -32,14 +32,7 @@ async def refresh(services: Services, seen: set[str] | None = None) -> None:
     """
     seen = set() if seen is None else seen
     now = utcnow()
-    per_tape = (
-        select(Mount.volume, func.count())
-        .where(Mount.requested_at >= now - timedelta(days=1))
-        .group_by(Mount.volume)
-    )
-    async with services.store.sessions() as session:
-        paused = {q.name: q.paused for q in (await session.scalars(select(QueueRow))).all()}
-        mounts = [n for _, n in (await session.execute(per_tape)).all()]
+    paused, mounts = await pauses_and_mounts(services.store.sessions, now - timedelta(days=1))
     # The shared counts: no walk of a million queued requests every round.
     ages: dict[str, datetime] = {}
     for g in await services.store.tally.get():
@@ -69,7 +62,7 @@ async def database_gauges(services: Services, every_s: float = REFRESH_S) -> Asy
         while True:
             try:
                 await refresh(services, seen)
-            except SQLAlchemyError as exc:  # the next round tries again; the alert stays
+            except DatabaseError as exc:  # the next round tries again; the alert stays
                 log.warning("metrics.refresh_failed", error=str(exc))
             await asyncio.sleep(every_s)
 

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy.ext.asyncio import async_sessionmaker
-
 from tssd.backends.base import TapeBackend
 from tssd.clock import Clock
 from tssd.config import Settings
+from tssd.db.engine import Sessions
 from tssd.errors import ConfigError
 
 BACKEND_TYPES = ("sim", "scsi")
 
 
-def create_backend(
-    settings: Settings, sessions: async_sessionmaker[Any], clock: Clock
-) -> TapeBackend:
+def create_backend(settings: Settings, sessions: Sessions, clock: Clock) -> TapeBackend:
     """The backend named by ``backend.type``; raises ConfigError for an unknown type."""
     kind = settings.backend.type
     if kind == "sim":

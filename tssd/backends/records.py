@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
 
-from sqlalchemy import delete, select
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from tssd.backends.base import TapeCopy
+from tssd.db.engine import DatabaseError, Sessions
+from tssd.db.tape_catalog import IN_CHUNK, ObjectTable, chunks
 from tssd.errors import TransientBackendError
 
+__all__ = [
+    "IN_CHUNK", "MEDIA_TAPE", "CatalogObject", "ObjectCatalog",
+    "as_utc", "chunks", "normalize_adler32", "to_copy",
+]  # fmt: skip
+
 MEDIA_TAPE = "tape"
-#: Bound parameters per IN list.
-IN_CHUNK = 500
 
 
 class CatalogObject(Protocol):
@@ -80,11 +81,6 @@ def to_copy(obj: CatalogObject) -> TapeCopy:
     )
 
 
-def chunks(items: Sequence[str], size: int = IN_CHUNK) -> Iterable[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 class ObjectCatalog:
     """Object queries common to the catalogs kept in tssd's database.
 
@@ -95,55 +91,45 @@ class ObjectCatalog:
     unavailable: ClassVar[str] = "tape catalog unavailable"
     error_code: ClassVar[int | None] = None
 
-    def __init__(self, sessions: async_sessionmaker[Any]) -> None:
+    def __init__(self, sessions: Sessions) -> None:
         self._sessions = sessions
+        self._objects = ObjectTable(sessions, self.model)
 
-    @asynccontextmanager
-    async def _session(self) -> AsyncIterator[AsyncSession]:
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Database errors in the block become transient backend errors."""
         try:
-            async with self._sessions() as session:
-                yield session
-        except SQLAlchemyError as exc:
+            yield
+        except DatabaseError as exc:
             raise TransientBackendError(f"{self.unavailable}: {exc}", code=self.error_code) from exc
 
     async def object(self, bfid: str) -> Any:
-        async with self._session() as session:
-            return await session.get(self.model, bfid)
+        with self._guard():
+            return await self._objects.get(bfid)
 
     async def objects(self, bfids: Sequence[str]) -> dict[str, Any]:
         """The objects among *bfids* that exist, by bfid (one query per chunk)."""
-        found: dict[str, Any] = {}
-        async with self._session() as session:
-            for chunk in chunks(list(dict.fromkeys(bfids))):
-                rows = await session.scalars(select(self.model).where(self.model.bfid.in_(chunk)))
-                found.update((obj.bfid, obj) for obj in rows)
-        return found
+        with self._guard():
+            rows = await self._objects.with_bfids(list(dict.fromkeys(bfids)))
+        return {obj.bfid: obj for obj in rows}
 
     async def copies(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
         found: dict[str, list[TapeCopy]] = {}
-        async with self._session() as session:
-            for chunk in chunks(list(dict.fromkeys(pnfsids))):
-                rows = await session.scalars(
-                    select(self.model)
-                    .where(self.model.pnfsid.in_(chunk))
-                    .order_by(self.model.written_at, self.model.bfid)
-                )
-                for obj in rows:
-                    found.setdefault(obj.pnfsid, []).append(to_copy(obj))
+        with self._guard():
+            rows = await self._objects.of_pnfsids(list(dict.fromkeys(pnfsids)))
+        for obj in rows:
+            found.setdefault(obj.pnfsid, []).append(to_copy(obj))
         return found
 
     async def find_copy(self, pnfsid: str, size: int, adler32: str) -> TapeCopy | None:
         """An existing copy with these bytes: what makes migration idempotent."""
-        async with self._session() as session:
-            rows = await session.scalars(
-                select(self.model).where(self.model.pnfsid == pnfsid, self.model.size == size)
-            )
-            for obj in rows:
-                if normalize_adler32(obj.adler32) == adler32:
-                    return to_copy(obj)
+        with self._guard():
+            rows = await self._objects.of_pnfsid_sized(pnfsid, size)
+        for obj in rows:
+            if normalize_adler32(obj.adler32) == adler32:
+                return to_copy(obj)
         return None
 
     async def delete(self, bfid: str) -> bool:
-        async with self._session() as session, session.begin():
-            result = await session.execute(delete(self.model).where(self.model.bfid == bfid))
-            return bool(getattr(result, "rowcount", 0))
+        with self._guard():
+            return await self._objects.delete(bfid)

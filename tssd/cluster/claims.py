@@ -12,11 +12,10 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 import structlog
-from sqlalchemy import ColumnElement, or_, select, update
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tssd.db.models import Drive, utcnow
+from tssd.db import cluster as db
+from tssd.db.conditions import Condition
+from tssd.db.engine import Sessions
 from tssd.errors import Conflict
 
 log = structlog.get_logger()
@@ -37,7 +36,7 @@ class VolumeClaims(Protocol):
         """Reserve *volume* for *drive* before mounting it; raise :class:`VolumeTaken`."""
         ...
 
-    def scope(self, column: Any) -> list[ColumnElement[bool]]:
+    def scope(self, column: Any) -> list[Condition]:
         """Conditions restricting drive or mount rows (by drive name) to this instance."""
         ...
 
@@ -51,14 +50,14 @@ class LocalClaims:
     async def claim(self, drive: str, volume: str) -> None:
         return None
 
-    def scope(self, column: Any) -> list[ColumnElement[bool]]:
+    def scope(self, column: Any) -> list[Condition]:
         return []
 
 
 class SharedClaims:
     """Claims of one instance among several sharing the database."""
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], instance: str) -> None:
+    def __init__(self, sessions: Sessions, instance: str) -> None:
         self.sessions = sessions
         self.instance = instance
         self.drives: frozenset[str] = frozenset()
@@ -70,30 +69,15 @@ class SharedClaims:
     def mountable(self, volume: str) -> bool:
         return volume not in self.foreign
 
-    def scope(self, column: Any) -> list[ColumnElement[bool]]:
+    def scope(self, column: Any) -> list[Condition]:
         return [column.in_(sorted(self.drives))]
 
     async def claim(self, drive: str, volume: str) -> None:
-        stmt = (
-            update(Drive)
-            .where(Drive.name == drive)
-            .values(volume=volume, state="busy", instance=self.instance, updated_at=utcnow())
-        )
-        try:
-            async with self.sessions.begin() as session:
-                await session.execute(stmt)
-        except IntegrityError as exc:
+        if not await db.take_volume(self.sessions, drive, volume, self.instance):
             self.foreign.add(volume)
             log.info("cluster.volume_taken", drive=drive, volume=volume)
-            raise VolumeTaken(f"volume {volume} is in a drive of another instance") from exc
+            raise VolumeTaken(f"volume {volume} is in a drive of another instance")
 
     async def refresh(self) -> None:
         """Reload the volumes held by drives that are not this instance's."""
-        stmt = select(Drive.volume).where(
-            Drive.volume.is_not(None),
-            Drive.name.not_in(sorted(self.drives)),
-            or_(Drive.instance.is_(None), Drive.instance != self.instance),
-        )
-        async with self.sessions() as session:
-            volumes = (await session.scalars(stmt)).all()
-        self.foreign = {v for v in volumes if v is not None}
+        self.foreign = await db.foreign_volumes(self.sessions, self.drives, self.instance)

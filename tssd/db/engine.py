@@ -7,14 +7,26 @@ import functools
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeAlias, TypeVar
 
 import structlog
 from sqlalchemy import event, exc
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 from tssd.errors import ConfigError
+
+# The names modules outside db/ use for the database's objects, so that none of them
+# imports SQLAlchemy (issue 19): an engine, a factory of sessions, a database error.
+Engine: TypeAlias = AsyncEngine
+Sessions: TypeAlias = async_sessionmaker[AsyncSession]
+DatabaseError = SQLAlchemyError
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -7,11 +7,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import select
-
 from tssd.config import EnditDirectory, EnditSettings
+from tssd.db.lookups import requests_by_id
 from tssd.db.models import Request
-from tssd.db.store import CHUNK, RequestStore
+from tssd.db.store import RequestStore
 from tssd.endit.protocol import EnditPaths
 from tssd.metrics import EnditMetrics
 
@@ -48,12 +47,7 @@ class DirContext:
 
     async def rows(self, ids: Sequence[int]) -> list[Request]:
         """The current rows of *ids* (those that exist)."""
-        found: list[Request] = []
-        async with self.store.sessions() as session:
-            for i in range(0, len(ids), CHUNK):
-                stmt = select(Request).where(Request.id.in_(ids[i : i + CHUNK]))
-                found.extend((await session.scalars(stmt)).all())
-        return found
+        return await requests_by_id(self.store.sessions, ids)
 
 
 async def in_thread(fn: Callable[..., T], *args: Any) -> T:

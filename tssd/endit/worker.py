@@ -20,10 +20,10 @@ import contextlib
 import time
 
 import structlog
-from sqlalchemy import select
 
 from tssd.backends.base import TapeBackend
-from tssd.db.models import OPEN_STATES, Kind, Request
+from tssd.db.lookups import open_transfers_under
+from tssd.db.models import Kind, Request
 from tssd.endit import protocol
 from tssd.endit.context import DirContext, Watches, in_thread
 from tssd.endit.flush import FlushBook
@@ -127,13 +127,7 @@ class DirectoryWorker:
 
     async def _adopt_open(self) -> None:
         base = str(self.ctx.paths.base).rstrip("/") + "/"
-        stmt = select(Request).where(
-            Request.state.in_(OPEN_STATES),
-            Request.kind.in_((Kind.RECALL.value, Kind.MIGRATE.value)),
-            Request.path.startswith(base, autoescape=True),
-        )
-        async with self.ctx.store.sessions() as session:
-            rows = list((await session.scalars(stmt)).all())
+        rows = await open_transfers_under(self.ctx.store.sessions, base)
         open_ids = set()
         for row in rows:
             open_ids.add(row.id)

@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
 
 from tssd.app import Wiring, build_services
 from tssd.backends.base import Sink
@@ -21,7 +19,10 @@ from tssd.backends.sim.catalog_csv import import_csv
 from tssd.clock import inline
 from tssd.config import SchedulerSettings, Settings, SimSettings
 from tssd.config.queues import QueueSettings
-from tssd.db.models import Base, Kind, Request
+from tssd.db.engine import Engine, session_factory
+from tssd.db.lookups import all_recalls
+from tssd.db.memory import memory_engine
+from tssd.db.models import Kind, Request
 from tssd.files import CountingSink
 from tssd.scheduler.drives import MountRecord
 from tssd.scheduler.policy import get_policy
@@ -125,20 +126,11 @@ async def run_campaign(options: Options, arrivals: Sequence[Arrival], catalog_te
     return outcome
 
 
-async def _memory_database() -> AsyncEngine:
-    engine = create_async_engine(
-        "sqlite+aiosqlite://",
-        async_creator=inline_sqlite_creator(":memory:"),
-        poolclass=StaticPool,
-    )
-    async with engine.begin() as conn:
-        await conn.run_sync(Base.metadata.create_all)
-    return engine
+async def _memory_database() -> Engine:
+    return await memory_engine(inline_sqlite_creator(":memory:"))
 
 
-def _sessions(engine: AsyncEngine) -> Any:
-    from tssd.db.engine import session_factory
-
+def _sessions(engine: Engine) -> Any:
     return session_factory(engine)
 
 
@@ -214,8 +206,4 @@ def _spec(arrival: Arrival) -> SubmitSpec:
 
 
 async def _recalls(services: Services) -> list[Request]:
-    from sqlalchemy import select
-
-    async with services.store.sessions() as session:
-        stmt = select(Request).where(Request.kind == Kind.RECALL)
-        return list((await session.scalars(stmt)).all())
+    return await all_recalls(services.store.sessions)

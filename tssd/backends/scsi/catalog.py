@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import func, select
-
 from tssd.backends.base import TapeCopy
 from tssd.backends.records import ObjectCatalog, to_copy
+from tssd.db.engine import Sessions
 from tssd.db.models import ScsiObject, ScsiTape
+from tssd.db.scsi_catalog import ScsiCatalogTables
 from tssd.errors import PermanentBackendError
 
 #: Bound parameters per IN list: far below SQLite's and PostgreSQL's limits.
@@ -51,53 +51,40 @@ class Catalog(ObjectCatalog):
     model = ScsiObject
     unavailable = "SCSI library catalog unavailable"
 
+    def __init__(self, sessions: Sessions) -> None:
+        super().__init__(sessions)
+        self._tables = ScsiCatalogTables(sessions)
+
     async def ensure_tapes(self, volumes: Iterable[str], capacity: int, block_size: int) -> int:
         """Add the cartridges the catalog does not know yet; return how many were new."""
-        wanted = set(volumes)
-        async with self._session() as session, session.begin():
-            known = set(await session.scalars(select(ScsiTape.volume)))
-            new = sorted(wanted - known)
-            session.add_all(
-                ScsiTape(
-                    volume=v,
-                    capacity=capacity,
-                    used=0,
-                    block_size=block_size,
-                    next_block=0,
-                    next_seq=1,
-                    labelled=False,
-                    full=False,
-                    state="ok",
-                )
-                for v in new
-            )
-        return len(new)
+        with self._guard():
+            return await self._tables.add_tapes(volumes, capacity, block_size)
 
     async def tape(self, volume: str) -> ScsiTape | None:
-        async with self._session() as session:
-            return await session.get(ScsiTape, volume)
+        with self._guard():
+            return await self._tables.tape(volume)
 
     async def max_capacity(self) -> int:
-        async with self._session() as session:
-            return int(await session.scalar(select(func.max(ScsiTape.capacity))) or 0)
+        with self._guard():
+            return await self._tables.max_capacity()
 
     async def allocate(self, storage_class: str, size: int, present: set[str]) -> str:
-        async with self._session() as session, session.begin():
-            tapes = [t for t in await session.scalars(select(ScsiTape)) if _usable(t, present)]
-            tape = choose(tapes, storage_class, size)
-            if tape is None:
-                raise PermanentBackendError(
-                    f"library full: the tapes have less than {size} bytes free for {storage_class}"
-                )
-            tape.storage_class = storage_class
-            return tape.volume
+        def pick(tapes: Sequence[ScsiTape]) -> ScsiTape | None:
+            return choose([t for t in tapes if _usable(t, present)], storage_class, size)
+
+        with self._guard():
+            volume = await self._tables.assign_tape(storage_class, pick)
+        if volume is None:
+            raise PermanentBackendError(
+                f"library full: the tapes have less than {size} bytes free for {storage_class}"
+            )
+        return volume
 
     async def labelled(self, volume: str, next_block: int, block_size: int) -> None:
-        async with self._session() as session, session.begin():
-            tape = await session.get(ScsiTape, volume, with_for_update=True)
-            if tape is None:
-                raise PermanentBackendError(f"volume {volume} is not in the catalog")
-            tape.labelled, tape.next_block, tape.block_size = True, next_block, block_size
+        with self._guard():
+            known = await self._tables.mark_labelled(volume, next_block, block_size)
+        if not known:
+            raise PermanentBackendError(f"volume {volume} is not in the catalog")
 
     async def record(
         self,
@@ -113,34 +100,23 @@ class Catalog(ObjectCatalog):
         blocks: int,
     ) -> TapeCopy:
         """Add one object written at *block* and move the tape's end of data past it."""
-        async with self._session() as session, session.begin():
-            tape = await session.get(ScsiTape, volume, with_for_update=True)
-            if tape is None:
-                raise PermanentBackendError(f"volume {volume} is not in the catalog")
-            obj = ScsiObject(
+        with self._guard():
+            obj = await self._tables.append(
+                volume,
+                block=block,
+                blocks=blocks,
                 bfid=bfid,
                 pnfsid=pnfsid,
-                volume=volume,
-                seq=tape.next_seq,
-                block=block,
-                offset=tape.used,
                 size=size,
                 adler32=adler32,
                 storage_class=storage_class,
                 written_at=written_at,
             )
-            session.add(obj)
-            tape.storage_class = storage_class
-            tape.next_seq += 1
-            tape.next_block = block + blocks
-            tape.used += blocks * tape.block_size
-            return to_copy(obj)
+        if obj is None:
+            raise PermanentBackendError(f"volume {volume} is not in the catalog")
+        return to_copy(obj)
 
     async def close_tape(self, volume: str, reason: str, *, disable: bool = False) -> None:
         """No more appends to *volume* (end of medium); *disable* also stops its use."""
-        async with self._session() as session, session.begin():
-            tape = await session.get(ScsiTape, volume, with_for_update=True)
-            if tape is not None:
-                tape.full, tape.reason = True, reason
-                if disable:
-                    tape.state = "disabled"
+        with self._guard():
+            await self._tables.close_tape(volume, reason, disable=disable)

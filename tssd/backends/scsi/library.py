@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tssd.backends.base import (
     DriveInfo,
@@ -57,6 +56,7 @@ from tssd.backends.scsi.tapedev import (
 )
 from tssd.clock import Clock
 from tssd.config import ScsiSettings
+from tssd.db.engine import Sessions
 from tssd.errors import (
     ConfigError,
     ObjectNotFound,
@@ -106,9 +106,7 @@ def emulated_settings(settings: ScsiSettings, root: Path) -> ScsiSettings:
 class ScsiLibrary(TapeBackend):
     name = "scsi"
 
-    def __init__(
-        self, settings: ScsiSettings, sessions: async_sessionmaker[Any], clock: Clock
-    ) -> None:
+    def __init__(self, settings: ScsiSettings, sessions: Sessions, clock: Clock) -> None:
         if settings.block_size < MIN_BLOCK_SIZE:
             raise ConfigError(f"scsi.block_size must be at least {MIN_BLOCK_SIZE}")
         if settings.media and settings.media.lower() not in MEDIA:

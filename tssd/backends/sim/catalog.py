@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import func, select
-
 from tssd.backends.base import CopyPlacement, TapeCopy
-from tssd.backends.records import ObjectCatalog, as_utc, chunks, to_copy
+from tssd.backends.records import ObjectCatalog, as_utc, to_copy
+from tssd.db.engine import Sessions
 from tssd.db.models import SimObject, SimTape
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.errors import PermanentBackendError, TooLargeForTape, TransientBackendError
 
 #: Bound parameters per IN list: far below SQLite's and PostgreSQL's limits.
@@ -35,60 +35,41 @@ class Catalog(ObjectCatalog):
     unavailable = "simulated catalog unavailable"
     error_code = RC_COMM_FAILURE
 
+    def __init__(self, sessions: Sessions) -> None:
+        super().__init__(sessions)
+        self._tables = SimCatalogTables(sessions)
+
     async def ensure_tapes(self, count: int, capacity: int, suffix: str) -> int:
         """Create *count* scratch cartridges unless the library has some; return how many."""
-        async with self._session() as session, session.begin():
-            existing = await session.scalar(select(func.count()).select_from(SimTape))
-            if existing:
-                return int(existing)
-            session.add_all(
-                SimTape(volume=volume_name(i, suffix), capacity=capacity) for i in range(count)
-            )
-        return count
+        volumes = [volume_name(i, suffix) for i in range(count)]
+        with self._guard():
+            return await self._tables.ensure_tapes(volumes, capacity)
 
     async def tape(self, volume: str) -> SimTape | None:
-        async with self._session() as session:
-            return await session.get(SimTape, volume)
+        with self._guard():
+            return await self._tables.tape(volume)
 
     async def layout(self, volume: str) -> list[tuple[int, int, int]]:
         """(seq, offset, size) of every object on *volume*, in sequence order."""
-        stmt = (
-            select(SimObject.seq, SimObject.offset, SimObject.size)
-            .where(SimObject.volume == volume)
-            .order_by(SimObject.seq)
-        )
-        async with self._session() as session:
-            return [(seq, offset, size) for seq, offset, size in await session.execute(stmt)]
+        with self._guard():
+            return await self._tables.layout(volume)
 
     async def placements(self) -> list[CopyPlacement]:
-        columns = (
-            SimObject.pnfsid,
-            SimObject.volume,
-            SimObject.seq,
-            SimObject.size,
-            SimObject.written_at,
-        )
-        async with self._session() as session:
-            result = await session.execute(select(*columns))
-            return [
-                CopyPlacement(pnfsid, volume, seq, size, as_utc(written_at))
-                for pnfsid, volume, seq, size, written_at in result
-            ]
+        with self._guard():
+            rows = await self._tables.placements()
+        return [
+            CopyPlacement(pnfsid, volume, seq, size, as_utc(written_at))
+            for pnfsid, volume, seq, size, written_at in rows
+        ]
 
     async def known_bfids(self, bfids: list[str]) -> set[str]:
         """The bfids among *bfids* that the catalog records."""
-        found: set[str] = set()
-        async with self._session() as session:
-            for chunk in chunks(bfids):
-                rows = await session.scalars(
-                    select(SimObject.bfid).where(SimObject.bfid.in_(chunk))
-                )
-                found.update(rows)
-        return found
+        with self._guard():
+            return await self._tables.known_bfids(bfids)
 
     async def max_capacity(self) -> int:
-        async with self._session() as session:
-            return int(await session.scalar(select(func.max(SimTape.capacity))) or 0)
+        with self._guard():
+            return await self._tables.max_capacity()
 
     async def allocate(self, storage_class: str, size: int) -> str:
         """A filling tape of *storage_class* with room, else a scratch tape assigned to it.
@@ -99,35 +80,13 @@ class Catalog(ObjectCatalog):
         largest = await self.max_capacity()
         if size > largest:
             raise TooLargeForTape(f"{size} bytes: no tape of the library holds more than {largest}")
-        async with self._session() as session, session.begin():
-            filling = await session.scalar(
-                select(SimTape)
-                .where(
-                    SimTape.storage_class == storage_class,
-                    SimTape.full.is_(False),
-                    SimTape.capacity - SimTape.used >= size,
-                )
-                .order_by(SimTape.used.desc(), SimTape.volume)
-                .limit(1)
+        with self._guard():
+            volume = await self._tables.assign_tape(storage_class, size)
+        if volume is None:
+            raise PermanentBackendError(
+                f"library full: no tape has {size} bytes free for {storage_class}"
             )
-            if filling is not None:
-                return filling.volume
-            scratch = await session.scalar(
-                select(SimTape)
-                .where(
-                    SimTape.storage_class.is_(None),
-                    SimTape.used == 0,
-                    SimTape.capacity >= size,
-                )
-                .order_by(SimTape.volume)
-                .limit(1)
-            )
-            if scratch is None:
-                raise PermanentBackendError(
-                    f"library full: no tape has {size} bytes free for {storage_class}"
-                )
-            scratch.storage_class = storage_class
-            return scratch.volume
+        return volume
 
     async def record(
         self,
@@ -141,29 +100,21 @@ class Catalog(ObjectCatalog):
         written_at: datetime,
     ) -> TapeCopy:
         """Append one object to *volume* and advance the tape, in one transaction."""
-        async with self._session() as session, session.begin():
-            tape = await session.get(SimTape, volume, with_for_update=True)
-            if tape is None:
-                raise PermanentBackendError(f"volume {volume} does not exist")
-            check_room(tape, storage_class, size)
-            obj = SimObject(
+        with self._guard():
+            obj = await self._tables.append(
+                volume,
+                lambda tape: check_room(tape, storage_class, size),
                 bfid=bfid,
                 pnfsid=pnfsid,
-                volume=volume,
-                seq=tape.next_seq,
-                offset=tape.used,
                 size=size,
                 adler32=adler32,
                 storage_class=storage_class,
                 written_at=written_at,
                 has_data=True,
             )
-            session.add(obj)
-            tape.storage_class = storage_class
-            tape.next_seq += 1
-            tape.used += size
-            tape.full = tape.used >= tape.capacity
-            return to_copy(obj)
+        if obj is None:
+            raise PermanentBackendError(f"volume {volume} does not exist")
+        return to_copy(obj)
 
 
 def check_room(tape: SimTape, storage_class: str, size: int) -> None:

@@ -36,12 +36,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any, TextIO
 
-from sqlalchemy import Table, delete, func, insert, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
-from tssd.db.models import SimObject, SimTape
+from tssd.db.engine import Sessions
+from tssd.db.models import SimTape
+from tssd.db.sim_catalog import ByVolume, SimCatalogTables, TapeFill
 from tssd.errors import InvalidRequest
 from tssd.shim.names import VOLUME, pnfsid_or_none
 from tssd.tape.geometry import LTO9
@@ -51,9 +50,6 @@ COLUMNS = ("pnfsid", "volume", "seq", "size", "storage_class", "written_at")
 MAX_LISTED = 50
 #: Bound parameters per IN list.
 CHUNK = 500
-#: Rows per executemany batch of the import.
-INSERT_BATCH = 10_000
-OBJECTS = cast(Table, SimObject.__table__)
 _BFID_NAMESPACE = uuid.UUID("6f7e1c9a-3b1d-4b8e-9a57-2d1c0e4f5a60")
 
 
@@ -159,7 +155,7 @@ def _integer(text: str, name: str, lowest: int) -> int:
 
 
 async def import_csv(
-    sessions: async_sessionmaker[Any],
+    sessions: Sessions,
     source: str | os.PathLike[str] | TextIO,
     *,
     replace: bool,
@@ -167,34 +163,26 @@ async def import_csv(
 ) -> dict[str, Any]:
     """Import a catalog CSV (a path or an open text stream); return what was done."""
     rows = await asyncio.to_thread(_read_rows, source)
-    async with sessions() as session, session.begin():
-        tapes = {t.volume: t for t in await session.scalars(select(SimTape))}
+    by_volume = await asyncio.to_thread(_group, rows)
+
+    async def plan(
+        tapes: dict[str, SimTape], existing: ByVolume
+    ) -> tuple[list[dict[str, Any]], dict[str, TapeFill]]:
         default_capacity = capacity or max((t.capacity for t in tapes.values()), default=0)
-        by_volume = await asyncio.to_thread(_group, rows)
-        if replace:
-            await session.execute(delete(SimObject))
-            existing: dict[str, dict[int, dict[str, Any]]] = {}
-        else:
-            existing = await _existing(session, list(by_volume))
         # Plain data in a worker thread: on the event loop, 20,000 rows stalled it 1 s.
         merged, errors = await asyncio.to_thread(_merge, existing, by_volume)
         fills = _fill(merged, tapes, default_capacity or LTO9.capacity_bytes, errors)
         if errors:
             raise CatalogImportError(errors)
-        if not replace:
-            for chunk in _chunks(list(by_volume), CHUNK):
-                await session.execute(delete(SimObject).where(SimObject.volume.in_(chunk)))
-        objects = [obj for volume in merged.values() for obj in volume.values()]
-        # Core executemany in large batches: the ORM's per-object bookkeeping would cost
-        # more than the database for a catalog of 100,000 copies.
-        for batch in _chunks(objects, INSERT_BATCH):
-            await session.execute(insert(OBJECTS), list(batch))
-        _update_tapes(session, tapes, fills, reset_others=replace)
+        return [obj for volume in merged.values() for obj in volume.values()], fills
+
+    tables = SimCatalogTables(sessions)
+    await tables.import_objects(list(by_volume), replace=replace, plan=plan, chunk=CHUNK)
     return {
         "rows": len(rows),
         "volumes": len(by_volume),
         "replace": replace,
-        "objects": await count_objects(sessions),
+        "objects": await tables.count_objects(),
     }
 
 
@@ -210,18 +198,6 @@ def _group(rows: Iterable[CatalogRow]) -> dict[str, dict[int, CatalogRow]]:
     for row in rows:
         grouped.setdefault(row.volume, {})[row.seq] = row
     return grouped
-
-
-async def _existing(
-    session: AsyncSession, volumes: list[str]
-) -> dict[str, dict[int, dict[str, Any]]]:
-    found: dict[str, dict[int, dict[str, Any]]] = {}
-    columns = list(OBJECTS.columns)
-    for chunk in _chunks(volumes, CHUNK):
-        result = await session.execute(select(*columns).where(SimObject.volume.in_(chunk)))
-        for record in result.mappings():
-            found.setdefault(record["volume"], {})[record["seq"]] = dict(record)
-    return found
 
 
 def _merge(
@@ -258,22 +234,14 @@ def _object(row: CatalogRow) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class _Fill:
-    capacity: int
-    used: int
-    next_seq: int
-    storage_class: str | None
-
-
 def _fill(
     merged: dict[str, dict[int, dict[str, Any]]],
     tapes: dict[str, SimTape],
     default_capacity: int,
     errors: list[str],
-) -> dict[str, _Fill]:
+) -> dict[str, TapeFill]:
     """Set every object's offset; return each volume's fill state, checking capacity."""
-    fills: dict[str, _Fill] = {}
+    fills: dict[str, TapeFill] = {}
     for volume, objects in merged.items():
         used = 0
         for seq in sorted(objects):
@@ -284,48 +252,16 @@ def _fill(
         if used > capacity:
             errors.append(f"volume {volume}: {used} bytes exceed its capacity of {capacity}")
         last = objects[max(objects)]
-        fills[volume] = _Fill(capacity, used, max(objects) + 1, last["storage_class"])
+        fills[volume] = TapeFill(capacity, used, max(objects) + 1, last["storage_class"])
     return fills
-
-
-def _update_tapes(
-    session: AsyncSession, tapes: dict[str, SimTape], fills: dict[str, _Fill], *, reset_others: bool
-) -> None:
-    for volume, fill in fills.items():
-        tape = tapes.get(volume)
-        if tape is None:
-            tape = SimTape(volume=volume, capacity=fill.capacity)
-            session.add(tape)
-        tape.used, tape.next_seq = fill.used, fill.next_seq
-        tape.storage_class = fill.storage_class or tape.storage_class
-        tape.full = fill.used >= fill.capacity
-    if reset_others:
-        for volume, tape in tapes.items():
-            if volume not in fills:
-                tape.used, tape.next_seq, tape.storage_class, tape.full = 0, 1, None, False
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 # -- export ----------------------------------------------------------------------------
 
 
-async def export_csv(sessions: async_sessionmaker[Any], target: TextIO) -> int:
+async def export_csv(sessions: Sessions, target: TextIO) -> int:
     """Write every copy as a catalog CSV row, by volume and sequence; return the rows."""
-    columns = (
-        SimObject.pnfsid,
-        SimObject.volume,
-        SimObject.seq,
-        SimObject.size,
-        SimObject.storage_class,
-        SimObject.written_at,
-    )
-    async with sessions() as session:
-        result = await session.execute(select(*columns).order_by(SimObject.volume, SimObject.seq))
-        records = result.all()
+    records = await SimCatalogTables(sessions).export_rows()
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
@@ -335,6 +271,5 @@ async def export_csv(sessions: async_sessionmaker[Any], target: TextIO) -> int:
     return len(records)
 
 
-async def count_objects(sessions: async_sessionmaker[Any]) -> int:
-    async with sessions() as session:
-        return int(await session.scalar(select(func.count()).select_from(SimObject)) or 0)
+async def count_objects(sessions: Sessions) -> int:
+    return await SimCatalogTables(sessions).count_objects()

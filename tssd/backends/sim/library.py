@@ -13,24 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import os
 import uuid
-import zlib
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import structlog
-from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tssd.backends.base import (
     CopyPlacement,
     DriveInfo,
     ReadItem,
     ReadResult,
-    Sink,
     TapeBackend,
     TapeCopy,
     WriteItem,
@@ -41,9 +36,11 @@ from tssd.backends.sim.catalog import Catalog, check_room
 from tssd.backends.sim.catalog_csv import export_csv, import_csv
 from tssd.backends.sim.faults import FaultInjector
 from tssd.backends.sim.layout import physical_offsets
+from tssd.backends.sim.media import SimDrive, deliver
 from tssd.backends.sim.tidy import own_store
 from tssd.clock import Clock
 from tssd.config import SimSettings
+from tssd.db.engine import Sessions
 from tssd.db.models import SimObject
 from tssd.errors import (
     ChecksumMismatch,
@@ -56,7 +53,7 @@ from tssd.errors import (
     SourceUnreadable,
     TransientBackendError,
 )
-from tssd.files import CHUNK_SIZE, CountingSink, FileSink, FileSource, adler32_hex
+from tssd.files import FileSink
 from tssd.tape.geometry import Profile, get_profile
 
 log = structlog.get_logger()
@@ -67,48 +64,13 @@ RC_MOUNT_NOT_POSSIBLE = 12
 RC_WAIT_FOR_SPACE = 26
 
 
-@dataclass(slots=True)
-class _Drive:
-    name: str
-    volume: str | None = None
-    capacity: int = 0
-    #: Byte offset of the head on the loaded volume.
-    head: int = 0
-    #: Farthest the head got along the tape during this mount (0.0 BOT, 1.0 EOT).
-    reach: float = 0.0
-
-    def move(self, profile: Profile, start: int, end: int) -> None:
-        """The head locates from where it is to *start* and reads or writes to *end*."""
-        self.reach = max(
-            self.reach,
-            profile.reach_of(self.head, start, self.capacity),
-            profile.reach_of(start, end, self.capacity),
-        )
-        self.head = end
-
-
-def filler_chunks(pnfsid: str, size: int) -> AsyncIterator[bytes]:
-    """Deterministic stand-in bytes for catalog imports that carry no data."""
-    pattern = hashlib.sha256(pnfsid.encode()).digest()
-    block = pattern * (CHUNK_SIZE // len(pattern))
-
-    async def generate() -> AsyncIterator[bytes]:
-        remaining = size
-        while remaining > 0:
-            n = min(remaining, CHUNK_SIZE)
-            yield block if n == CHUNK_SIZE else block[:n]
-            remaining -= n
-
-    return generate()
-
-
 class SimLibrary(TapeBackend):
     name = "sim"
 
     def __init__(
         self,
         settings: SimSettings,
-        sessions: async_sessionmaker[Any],
+        sessions: Sessions,
         clock: Clock,
         data_dir: Path,
         *,
@@ -127,7 +89,7 @@ class SimLibrary(TapeBackend):
             settings.tape_capacity if settings.tape_capacity > 0 else self.profile.capacity_bytes
         )
         names = [f"{settings.drive_prefix}{i}" for i in range(settings.drives)]
-        self._drives = {name: _Drive(name) for name in names}
+        self._drives = {name: SimDrive(name) for name in names}
         # Volume -> drive for every cartridge in a drive or on its way in or out: set
         # before the first await of a mount so two drives can never claim one volume.
         self._claims: dict[str, str] = {}
@@ -246,7 +208,7 @@ class SimLibrary(TapeBackend):
         await self._clock.sleep(scaled)
         return scaled
 
-    def _drive(self, name: str) -> _Drive:
+    def _drive(self, name: str) -> SimDrive:
         try:
             return self._drives[name]
         except KeyError:
@@ -302,7 +264,7 @@ class SimLibrary(TapeBackend):
             "sim.dismount.done", drive=drive, volume=volume, seconds=self._clock.now() - started
         )
 
-    def _loaded(self, drive: str, volumes: set[str]) -> tuple[_Drive, str]:
+    def _loaded(self, drive: str, volumes: set[str]) -> tuple[SimDrive, str]:
         state = self._drive(drive)
         if state.volume is None:
             raise TransientBackendError(f"no volume in {drive}", code=RC_DATA_UNAVAILABLE)
@@ -324,7 +286,7 @@ class SimLibrary(TapeBackend):
             yield await self._read_one(drive, state, item, objects.get(item.copy.bfid))
 
     async def _read_one(
-        self, drive: str, state: _Drive, item: ReadItem, obj: SimObject | None
+        self, drive: str, state: SimDrive, item: ReadItem, obj: SimObject | None
     ) -> ReadResult:
         try:
             return await self._read_guarded(drive, state, item, obj)
@@ -334,7 +296,7 @@ class SimLibrary(TapeBackend):
             raise
 
     async def _read_guarded(
-        self, drive: str, state: _Drive, item: ReadItem, obj: SimObject | None
+        self, drive: str, state: SimDrive, item: ReadItem, obj: SimObject | None
     ) -> ReadResult:
         if obj is None or obj.volume != state.volume:
             await item.sink.abort()
@@ -350,30 +312,13 @@ class SimLibrary(TapeBackend):
         transfer_s = await self._delay(self.profile.transfer_s(obj.size))
         state.move(self.profile, start, end)
         try:
-            nbytes, adler = await self._deliver(obj, item.sink)
+            nbytes, adler = await deliver(self._objects, obj, item.sink)
         except (DataError, PermanentBackendError) as exc:
             return self._read_failed(drive, item, exc, locate_s, transfer_s)
         log.debug(
             "sim.read.file", drive=drive, volume=state.volume, pnfsid=obj.pnfsid, nbytes=nbytes
         )
         return ReadResult(item, nbytes, adler, locate_s=locate_s, transfer_s=transfer_s)
-
-    async def _deliver(self, obj: SimObject, sink: Sink) -> tuple[int, str]:
-        """Stream, verify and commit one object; the sink is aborted on any failure."""
-        committed = False
-        try:
-            actual = await self._copy_out(obj, sink)
-            expected = normalize_adler32(obj.adler32) if obj.has_data else None
-            if expected is not None and actual != expected:
-                raise ChecksumMismatch(
-                    f"{obj.pnfsid} on {obj.volume}: read adler32 {actual}, catalog {expected}"
-                )
-            result = await sink.commit()
-            committed = True
-            return result
-        finally:
-            if not committed:
-                await sink.abort()
 
     def _read_failed(
         self,
@@ -393,33 +338,6 @@ class SimLibrary(TapeBackend):
         )
         return ReadResult(item, locate_s=locate_s, transfer_s=transfer_s, error=error)
 
-    async def _copy_out(self, obj: SimObject, sink: Sink) -> str | None:
-        """Stream the object into *sink*; return its adler32 when it has real bytes.
-
-        Imported objects have no bytes and their catalog checksum describes data we do
-        not hold, so they are streamed as filler and not verified.
-        """
-        if not obj.has_data and isinstance(sink, CountingSink):
-            # Simulation: terabytes of filler would only be counted, so count them.
-            sink.account(obj.size)
-            return None
-        if obj.has_data:
-            source = FileSource(self._objects / obj.bfid, obj.size).chunks()
-        else:
-            source = filler_chunks(obj.pnfsid, obj.size)
-        adler = zlib.adler32(b"")
-        try:
-            async for data in source:
-                if obj.has_data:
-                    adler = zlib.adler32(data, adler)
-                await sink.write(data)
-                # A sink that never suspends (CountingSink) must not starve the loop.
-                await asyncio.sleep(0)
-        except SourceUnreadable as exc:
-            # The library's own store is the "tape": losing it is a media error.
-            raise PermanentBackendError(f"media error reading {obj.bfid}: {exc}") from exc
-        return adler32_hex(adler) if obj.has_data else None
-
     # -- write -------------------------------------------------------------------------
 
     async def max_object_size(self) -> int | None:
@@ -435,7 +353,7 @@ class SimLibrary(TapeBackend):
             yield await self._write_one(drive, state, volume, item)
 
     async def _write_one(
-        self, drive: str, state: _Drive, volume: str, item: WriteItem
+        self, drive: str, state: SimDrive, volume: str, item: WriteItem
     ) -> WriteResult:
         fault = self._faults.draw("write", item.pnfsid)
         if fault is not None:

@@ -1,0 +1,66 @@
+"""Reads of requests by the components around the scheduler (ENDIT, delivery, simulate).
+
+Each is one read in a session of its own; the rows come back detached (the session
+factory does not expire on commit), to be read, never written back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import select
+
+from tssd.db.engine import Sessions
+from tssd.db.models import OPEN_STATES, Kind, Request, State
+
+#: Bound parameters per IN list (the store's own chunk).
+CHUNK = 500
+
+
+async def requests_by_id(sessions: Sessions, ids: Sequence[int]) -> list[Request]:
+    """The current rows of *ids* (those that exist)."""
+    found: list[Request] = []
+    async with sessions() as session:
+        for i in range(0, len(ids), CHUNK):
+            stmt = select(Request).where(Request.id.in_(ids[i : i + CHUNK]))
+            found.extend((await session.scalars(stmt)).all())
+    return found
+
+
+async def open_transfers_under(sessions: Sessions, base: str) -> list[Request]:
+    """Open recalls and migrations whose path lies below the directory *base*."""
+    stmt = select(Request).where(
+        Request.state.in_(OPEN_STATES),
+        Request.kind.in_((Kind.RECALL.value, Kind.MIGRATE.value)),
+        Request.path.startswith(base, autoescape=True),
+    )
+    async with sessions() as session:
+        return list((await session.scalars(stmt)).all())
+
+
+async def unclaimed_recalls(
+    sessions: Sessions, delivery: str, before: datetime, limit: int
+) -> list[tuple[int, str | None, str | None, str]]:
+    """(id, path, pnfsid, queue) of recalls done before *before* whose file still waits,
+    as *delivery*, for a pool call to claim it."""
+    # delivery = 'claim' lasts until a call claims (then 'claimed'): an index range.
+    stmt = (
+        select(Request.id, Request.path, Request.pnfsid, Request.queue)
+        .where(
+            Request.delivery == delivery,
+            Request.state == State.DONE.value,
+            Request.finished_at < before,
+            Request.kind == Kind.RECALL.value,
+        )
+        .limit(limit)
+    )
+    async with sessions() as session:
+        return [(i, path, pnfsid, queue) for i, path, pnfsid, queue in await session.execute(stmt)]
+
+
+async def all_recalls(sessions: Sessions) -> list[Request]:
+    """Every recall request (a simulation's outcome)."""
+    async with sessions() as session:
+        stmt = select(Request).where(Request.kind == Kind.RECALL)
+        return list((await session.scalars(stmt)).all())

@@ -1,0 +1,76 @@
+"""Queries on the object table of a backend catalog kept in tssd's database.
+
+The simulated and the SCSI library keep their catalogs in tables of the same shape
+(``sim_objects``, ``scsi_objects``); :class:`ObjectTable` holds the queries they share,
+for the model it is given. Database errors pass through: the backends turn them into
+their own (:mod:`tssd.backends.records`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import delete, select
+
+from tssd.db.engine import Sessions
+
+#: Bound parameters per IN list.
+IN_CHUNK = 500
+
+
+def chunks(items: Sequence[Any], size: int = IN_CHUNK) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class ObjectTable:
+    """The object rows of one catalog model (``SimObject`` or ``ScsiObject``)."""
+
+    def __init__(self, sessions: Sessions, model: Any) -> None:
+        self.sessions = sessions
+        self.model = model
+
+    async def get(self, bfid: str) -> Any:
+        """The object *bfid*, or None."""
+        async with self.sessions() as session:
+            return await session.get(self.model, bfid)
+
+    async def with_bfids(self, bfids: Sequence[str]) -> list[Any]:
+        """The objects among *bfids* that exist (one query per chunk, one session)."""
+        found: list[Any] = []
+        async with self.sessions() as session:
+            for chunk in chunks(bfids):
+                found.extend(
+                    await session.scalars(select(self.model).where(self.model.bfid.in_(chunk)))
+                )
+        return found
+
+    async def of_pnfsids(self, pnfsids: Sequence[str]) -> list[Any]:
+        """The copies of *pnfsids*, oldest first within each chunk of pnfsids."""
+        found: list[Any] = []
+        async with self.sessions() as session:
+            for chunk in chunks(pnfsids):
+                found.extend(
+                    await session.scalars(
+                        select(self.model)
+                        .where(self.model.pnfsid.in_(chunk))
+                        .order_by(self.model.written_at, self.model.bfid)
+                    )
+                )
+        return found
+
+    async def of_pnfsid_sized(self, pnfsid: str, size: int) -> list[Any]:
+        """The copies of *pnfsid* that have *size* bytes."""
+        async with self.sessions() as session:
+            return list(
+                await session.scalars(
+                    select(self.model).where(self.model.pnfsid == pnfsid, self.model.size == size)
+                )
+            )
+
+    async def delete(self, bfid: str) -> bool:
+        """Delete the object *bfid*; False if there was none."""
+        async with self.sessions() as session, session.begin():
+            result = await session.execute(delete(self.model).where(self.model.bfid == bfid))
+            return bool(getattr(result, "rowcount", 0))
