@@ -7,7 +7,7 @@ function is one transaction (or one read); :mod:`tssd.cluster` decides when to c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -165,7 +165,7 @@ async def take_volume(sessions: Sessions, drive: str, volume: str, instance: str
     return True
 
 
-async def foreign_volumes(sessions: Sessions, own: Sequence[str], instance: str) -> set[str]:
+async def foreign_volumes(sessions: Sessions, own: Iterable[str], instance: str) -> set[str]:
     """The volumes held by drives that are neither in *own* nor *instance*'s."""
     stmt = select(Drive.volume).where(
         Drive.volume.is_not(None),

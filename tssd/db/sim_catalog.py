@@ -85,7 +85,7 @@ class SimCatalogTables(ObjectTable):
         )
         async with self.sessions() as session:
             result = await session.execute(select(*columns))
-            return [tuple(row) for row in result]  # type: ignore[misc]
+            return [(p, v, seq, size, at) for p, v, seq, size, at in result]
 
     async def known_bfids(self, bfids: list[str]) -> set[str]:
         """The bfids among *bfids* that the catalog records."""
@@ -195,7 +195,7 @@ class SimCatalogTables(ObjectTable):
             result = await session.execute(
                 select(*columns).order_by(SimObject.volume, SimObject.seq)
             )
-            return [tuple(row) for row in result.all()]  # type: ignore[misc]
+            return [(p, v, seq, size, sc, at) for p, v, seq, size, sc, at in result.all()]
 
     async def count_objects(self) -> int:
         async with self.sessions() as session:
