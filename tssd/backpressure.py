@@ -176,10 +176,14 @@ class Backpressure:
                 self.on_release()
         return released
 
+    def held_prefixes(self) -> list[str]:
+        """Path prefixes of the file systems too full for recalls (after a recheck)."""
+        self.recheck()
+        return [_prefix(m) for m in self.full]
+
     def clauses(self) -> list[Condition]:
         """WHERE conditions leaving out recalls into full file systems (after a recheck)."""
-        self.recheck()
-        return paths_outside(_prefix(m) for m in self.full)
+        return paths_outside(self.held_prefixes())
 
     def held_reason(self, request: Any) -> str | None:
         """Why a queued recall waits for disk space, or None (for ``tssctl why``)."""
