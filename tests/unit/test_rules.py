@@ -21,8 +21,9 @@ from tssd.backends.sim.profiles import LTO9
 from tssd.cli import views
 from tssd.config import SchedulerSettings
 from tssd.domain import RequestView
-from tssd.scheduler.choose import Running
+from tssd.scheduler.choose import Chooser, Running
 from tssd.scheduler.cost import Context, QueuePolicy, Verdict, evaluate
+from tssd.scheduler.drives import DriveState
 from tssd.scheduler.explain import explain
 from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.queues import MountLedger
@@ -61,6 +62,7 @@ HOLD_SCENARIOS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "mount_budget": ({}, {"mounts_today": lambda v: 3}),
     "fill_wait": ({"n": 2, "arrived": 900.0}, {}),
     "tape_unavailable": ({}, {"mountable": lambda v: False}),
+    "drive_cleaning_due": ({}, {"free": (DriveState("d1", cleaning_due=True),)}),
 }
 
 
@@ -74,6 +76,34 @@ def test_the_cost_model_holds_a_tape_by_each_rule(name: str) -> None:
     tape = planner_of(**tape_kw).tapes["A"]
     assert evaluate(tape, context(**ctx_kw)).rule == name
     assert evaluate(planner_of().tapes["A"], context()).rule == ""  # the same tape, free
+
+
+def test_drive_cleaning_due_holds_only_what_a_dirty_drive_would_mount() -> None:
+    tape = planner_of().tapes["A"]
+    dirty, clean = DriveState("d1", cleaning_due=True), DriveState("d2")
+    assert evaluate(tape, context(free=(dirty,))).rule == "drive_cleaning_due"
+    assert evaluate(tape, context(free=(dirty, clean))).rule == ""  # d2 takes it
+    assert evaluate(tape, context()).rule == ""  # no free drive: in line (drives_busy)
+    in_drive = DriveState("d1", volume="A", cleaning_due=True)
+    assert evaluate(tape, context(free=(in_drive,), mounted=frozenset("A"))).rule == ""
+
+
+def test_drive_cleaning_due_from_the_drive_table_to_why() -> None:
+    drive = DriveState("d1")
+    drives = SimpleNamespace(drives={"d1": drive}, free=lambda: [drive], ledger=MountLedger())
+    clock = SimpleNamespace(now=lambda: 1000.0)
+    chooser = Chooser(SchedulerSettings(), None, drives, LTO9, clock)  # type: ignore[arg-type]
+    chooser.planner = planner_of()
+    assert [v.volume for v in chooser.rank((), lambda v: True)] == ["A"]
+    drive.cleaning_due = True  # the drive asks for cleaning
+    assert chooser.rank((), lambda v: True) == []
+    assert chooser.verdicts["A"].rule == "drive_cleaning_due"
+    sched = SimpleNamespace(chooser=chooser, settings=chooser.settings,
+                            drives=SimpleNamespace(clock=clock, ledger=drives.ledger),
+                            runner=SimpleNamespace(backpressure=None))  # fmt: skip
+    why = explain(sched, request())  # type: ignore[arg-type]
+    assert (why["rule"], why["eta_s"]) == ("drive_cleaning_due", None)
+    assert "every free drive has asked for cleaning" in why["detail"]
 
 
 # --- explain: a fake scheduler with just what explain reads -----------------------------
@@ -162,7 +192,8 @@ def test_tssctl_why_gives_each_rule_its_meaning(name: str) -> None:
 
 def test_the_scheduling_doc_lists_every_rule() -> None:
     text = (DOCS / "scheduling.md").read_text()
-    rows = set(re.findall(r"^\| `(\w+)` \|", text, re.MULTILINE))
-    assert set(HOLD) <= rows, "docs/scheduling.md: a row per hold rule"
+    table = text[text.index("**Rules that hold a tape back**") : text.index("A drive is idle")]
+    rows = re.findall(r"^\| `(\w+)` \|", table, re.MULTILINE)
+    assert rows == HOLD, "docs/scheduling.md: a row per hold rule, in the order tried"
     other = text[text.index("Other answers:") :][:800]
     assert all(f"`{r.name}`" in other for r in ANSWERS)

@@ -43,6 +43,9 @@ class FreeDrive(Protocol):
     @property
     def volume(self) -> str | None: ...
 
+    @property
+    def cleaning_due(self) -> bool: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Facts:
@@ -131,6 +134,13 @@ def _tape_unavailable(f: Facts) -> bool:
     return not f.ctx.mountable(f.tape.volume)
 
 
+def _drive_cleaning_due(f: Facts) -> bool:
+    # A mount on a drive that asked for cleaning risks read errors that health.py then
+    # counts against the drive and the tape: the tape waits for a clean drive instead.
+    free = f.ctx.free
+    return not f.mounted and bool(free) and all(d.cleaning_due for d in free)
+
+
 HOLD_RULES: tuple[Rule, ...] = (
     Rule(
         "queue_paused",
@@ -163,6 +173,12 @@ HOLD_RULES: tuple[Rule, ...] = (
         "its tape may not be mounted now (health, another tssd's claim)",
         "tape {volume} is not available for mounting",
         test=_tape_unavailable,
+    ),
+    Rule(
+        "drive_cleaning_due",
+        "every free drive has asked for cleaning; mounts wait for a clean drive",
+        "tape {volume} needs a mount and every free drive has asked for cleaning",
+        test=_drive_cleaning_due,
     ),
 )
 
