@@ -102,6 +102,8 @@ class Verdict:
 
 
 NO_POLICY = QueuePolicy()
+#: The hold rules' tests in the order tried (rules.py), looked up once.
+_HOLD_TESTS = tuple((r.name, r.test) for r in HOLD_RULES if r.test is not None)
 
 
 def mount_cost_s(profile: Profile) -> float:
@@ -177,9 +179,9 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
 
     age = max(0.0, ctx.now - tape.oldest())
     facts = Facts(tape, ctx, mounted, unpaused, room, priority, small, age)
-    for rule in HOLD_RULES:
-        if rule.test is not None and rule.test(facts):
-            return held(rule.name)
+    for name, test in _HOLD_TESTS:
+        if test(facts):
+            return held(name)
     overdue = age >= s.max_wait_s
     value = tape.bytes * (1.0 + s.age_weight * min(1.0, age / max(s.max_wait_s, 1e-9)))
     rate = value / max(total, 1e-9)

@@ -47,9 +47,9 @@ class FreeDrive(Protocol):
     def cleaning_due(self) -> bool: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built for every tape of every pass, kept cheap
 class Facts:
-    """What a hold rule's test knows of one tape in one scheduling pass."""
+    """What a hold rule's test knows of one tape in one scheduling pass (read-only)."""
 
     tape: TapeQueue
     ctx: Context
