@@ -6,9 +6,16 @@ from functools import cache
 from typing import Any
 
 from tssd.api.admin_openapi import ADMIN_PATHS
+from tssd.scheduler.rules import RULES
 
 _STR = {"type": "string"}
 _NSTR = {"type": ["string", "null"]}
+#: The ``rule`` of a ``why`` answer: every name in scheduler/rules.py, with its meaning.
+_WHY_RULE = {
+    "type": "string",
+    "enum": list(RULES),
+    "description": "; ".join(f"{r.name}: {r.meaning}" for r in RULES.values()),
+}
 _NINT = {"type": ["integer", "null"]}
 _ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}
 
@@ -371,7 +378,7 @@ def openapi_document() -> dict[str, Any]:
                             "properties": {
                                 "id": {"type": "integer"},
                                 "state": _STR,
-                                "rule": _STR,
+                                "rule": _WHY_RULE,
                                 "detail": _STR,
                                 "eta_s": {"type": ["number", "null"]},
                                 "eta": _NSTR,

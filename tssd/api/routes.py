@@ -19,6 +19,7 @@ from tssd.api.schemas import request_json
 from tssd.db.engine import is_transient
 from tssd.db.models import Kind, State
 from tssd.db.store import ListFilter
+from tssd.db.views import request_view
 from tssd.errors import (
     Conflict,
     DatabaseUnavailable,
@@ -246,13 +247,14 @@ async def submit_in_chunks(svc: Services, specs: Sequence[SubmitSpec]) -> list[t
 async def get_request(request: web.Request) -> web.Response:
     svc = services(request)
     row = await svc.store.get(request_id(request))
-    return web.json_response({"request": request_json(row) | eta_fields(svc.scheduler, row)})
+    eta = eta_fields(svc.scheduler, request_view(row))
+    return web.json_response({"request": request_json(row) | eta})
 
 
 async def why_request(request: web.Request) -> web.Response:
     svc = services(request)
     row = await svc.store.get(request_id(request))
-    return web.json_response(explain(svc.scheduler, row))
+    return web.json_response(explain(svc.scheduler, request_view(row)))
 
 
 async def wait_request(request: web.Request) -> web.Response:

@@ -19,6 +19,7 @@ from tssd.cli.render import (
     parse_time,
     table,
 )
+from tssd.scheduler.rules import RULES as WHY_RULES
 
 _RELATIVE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -210,18 +211,8 @@ def report_view(report: dict[str, Any]) -> str:
 
 # --- why a request waits ---------------------------------------------------------------
 
-RULES = {
-    "queued_position": "waiting its turn behind other work",
-    "fill_wait": "its tape waits for more requests before it is worth a mount",
-    "mount_budget": "its tape has used its mount budget for today",
-    "queue_paused": "its queue is paused (tssctl queues set NAME --resume)",
-    "max_drives": "its queue already uses its maximum number of drives",
-    "drives_busy": "every drive is busy with other tapes",
-    "tape_busy": "its tape is in use (being read, written or moved)",
-    "disk_full": "the destination has no room; held until space frees up",
-    "active": "being served now",
-    "done": "finished",
-}
+#: The one-line meaning of each ``why`` rule, from the one table (scheduler/rules.py).
+RULES = {name: rule.meaning for name, rule in WHY_RULES.items()}
 
 
 def why_view(why: dict[str, Any]) -> str:

@@ -97,19 +97,14 @@ class Chooser:
             queue_drives=Counter(r.queue for r in self.running.values()),
             mounts_today=lambda v: self.drives.ledger.count(v, now),
             starts=self.starts, targets=self.targets(), late=self.late,
+            mountable=mountable, free=tuple(free),
         )  # fmt: skip
         busy = set(busy)
         verdicts = {}
         for tape in self.planner.queues():
             if tape.volume in busy:
                 continue
-            verdict = evaluate(tape, ctx)
-            if not verdict.rule and not mountable(tape.volume):
-                verdict = Verdict(
-                    verdict.volume, "tape_unavailable", verdict.priority, verdict.service_s,
-                    verdict.mount_s, (), verdict.queues, verdict.queue,
-                )  # fmt: skip
-            verdicts[tape.volume] = verdict
+            verdicts[tape.volume] = evaluate(tape, ctx)  # its hold rules: rules.py
         self.verdicts = verdicts
         self.late = frozenset(v.volume for v in verdicts.values() if v.late)
         eligible = sorted((v for v in verdicts.values() if not v.rule), key=lambda v: v.key)

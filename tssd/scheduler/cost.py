@@ -14,8 +14,8 @@ request). Tapes are then taken in this order:
 4. the best value per second of drive time, in 10 % bands, and within a band the longest
    session first, so that the end of a campaign is balanced over the drives (LPT).
 
-Rules that hold an eligible tape back are named (``tssctl why`` shows them):
-``queue_paused``, ``max_drives``, ``mount_budget``, ``fill_wait``.
+Rules that hold an eligible tape back are named (``tssctl why`` shows them); they are
+declared once, in order, in ``rules.py`` (``HOLD_RULES``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from tssd.config import SchedulerSettings
 from tssd.scheduler.planner import TapeQueue
+from tssd.scheduler.rules import HOLD_RULES, Facts, FreeDrive
 from tssd.tape.geometry import LTO9, Profile
 
 #: Used when the backend exposes no timing profile (real libraries): LTO-9 figures.
@@ -76,6 +77,10 @@ class Context:
     targets: Mapping[str, float] = field(default_factory=dict)
     #: Tapes found late for a target by the last pass: they stay urgent until served.
     late: frozenset[str] = frozenset()
+    #: Whether a volume may be given a drive now (``Scheduler.mountable``).
+    mountable: Callable[[str], bool] = field(default=lambda _: True)
+    #: The drives free this pass (what the hold rules may ask of a drive).
+    free: tuple[FreeDrive, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,8 @@ class Verdict:
 
 
 NO_POLICY = QueuePolicy()
+#: The hold rules' tests in the order tried (rules.py), looked up once.
+_HOLD_TESTS = tuple((r.name, r.test) for r in HOLD_RULES if r.test is not None)
 
 
 def mount_cost_s(profile: Profile) -> float:
@@ -170,16 +177,11 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     def held(rule: str) -> Verdict:
         return Verdict(tape.volume, rule, rank, total, mount_s, (), frozenset(room), queue)
 
-    if not unpaused:
-        return held("queue_paused")
-    if not room:
-        return held("max_drives")
     age = max(0.0, ctx.now - tape.oldest())
-    budget = s.mount_budget_per_day
-    if not mounted and budget > 0 and ctx.mounts_today(tape.volume) >= budget:
-        return held("mount_budget")
-    if not mounted and small and priority <= 0 and age < min(s.fill_wait_s, s.max_wait_s):
-        return held("fill_wait")
+    facts = Facts(tape, ctx, mounted, unpaused, room, priority, small, age)
+    for name, test in _HOLD_TESTS:
+        if test(facts):
+            return held(name)
     overdue = age >= s.max_wait_s
     value = tape.bytes * (1.0 + s.age_weight * min(1.0, age / max(s.max_wait_s, 1e-9)))
     rate = value / max(total, 1e-9)

@@ -47,6 +47,8 @@ class DriveState:
     head_offset: int = 0
     #: Sessions (passes) run since the process started, numbering MountRecord.reads.
     passes: int = 0
+    #: The drive asked for cleaning (TapeAlert 20 "clean now"): rule drive_cleaning_due.
+    cleaning_due: bool = False
 
     @property
     def state(self) -> str:

@@ -2,16 +2,10 @@
 
 Answers from the scheduler's last pass (verdicts and estimated tape start times, see
 ``choose.py``) without touching the database beyond the request row. ``rule`` is a
-stable short name:
-
-- ``done``: finished (done, failed or cancelled);
-- ``active``: being read or written now;
-- ``locating``: queued, its tape copy not chosen yet;
-- ``tape_busy``: its tape is in a session that has passed its position: next pass;
-- ``queue_paused``, ``max_drives``, ``mount_budget``, ``fill_wait``, ``tape_unavailable``:
-  the rule holding its tape back (``cost.py``);
-- ``drives_busy``: its tape is in line but every drive is working;
-- ``queued_position``: its tape is in line for the next free drive.
+stable short name, one of ``rules.RULES``: a hold rule names what holds the request's tape
+back (its detail and ETA come from the rule's row in ``rules.py``); the other answers are
+``done``, ``active``, ``disk_full``, ``locating``, ``tape_busy``, ``drives_busy`` and
+``queued_position`` (``rules.ANSWERS``).
 
 When the request's queue has a latency target (``tssctl queues set NAME --target 1h``) the
 answer also gives ``target_s``, the ``deadline`` (arrival + target), ``slack_s`` (deadline
@@ -22,9 +16,10 @@ minus ETA, or minus the finish time once finished; negative: late) and ``on_targ
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from tssd.db.models import Request, utcnow
+from tssd.domain import RequestView
+from tssd.scheduler.rules import RULES, Held
 
 if TYPE_CHECKING:
     from tssd.scheduler.core import Scheduler
@@ -32,10 +27,23 @@ if TYPE_CHECKING:
 FINISHED = ("done", "failed", "cancelled", "abandoned")
 
 
-def explain(scheduler: Scheduler, row: Request) -> dict[str, Any]:
+class Timed(Protocol):
+    """What the latency-target fields read of a request (a ``RequestView``)."""
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def created_at(self) -> datetime: ...
+
+    @property
+    def finished_at(self) -> datetime | None: ...
+
+
+def explain(scheduler: Scheduler, row: RequestView) -> dict[str, Any]:
     """The ``why`` answer for *row*: id, state, rule, detail, eta_s, eta."""
     rule, detail, eta_s = _why(scheduler, row)
-    now = utcnow()
+    now = datetime.now(UTC)
     eta = None if eta_s is None else (now + timedelta(seconds=eta_s)).isoformat()
     policy = scheduler.chooser.queues.get(row.queue)
     return {
@@ -51,7 +59,7 @@ def explain(scheduler: Scheduler, row: Request) -> dict[str, Any]:
 
 
 def against_target(
-    row: Request, target_s: float | None, eta_s: float | None, now: datetime
+    row: Timed, target_s: float | None, eta_s: float | None, now: datetime
 ) -> dict[str, Any]:
     """``target_s``, ``deadline``, ``slack_s``, ``on_target`` of *row* (see above)."""
     if target_s is None:
@@ -75,13 +83,13 @@ def _aware(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def eta_fields(scheduler: Scheduler, row: Request) -> dict[str, Any]:
+def eta_fields(scheduler: Scheduler, row: RequestView) -> dict[str, Any]:
     """``eta_s`` and ``eta`` for the request JSON."""
     answer = explain(scheduler, row)
     return {"eta_s": answer["eta_s"], "eta": answer["eta"]}
 
 
-def _why(scheduler: Scheduler, row: Request) -> tuple[str, str, float | None]:
+def _why(scheduler: Scheduler, row: RequestView) -> tuple[str, str, float | None]:
     if row.state in FINISHED:
         return "done", f"request is {row.state}", 0.0
     chooser = scheduler.chooser
@@ -108,11 +116,9 @@ def _why(scheduler: Scheduler, row: Request) -> tuple[str, str, float | None]:
     if verdict is None or tape is None:
         return "queued_position", f"tape {volume} waits for the next scheduling pass", None
     if verdict.rule:
-        return (
-            verdict.rule,
-            _held_detail(scheduler, verdict.rule, volume),
-            _held_eta(scheduler, verdict.rule, volume, now),
-        )
+        rule = RULES[verdict.rule]
+        facts = Held(volume, scheduler.settings, tape, now, scheduler.drives.ledger)
+        return rule.name, rule.describe(volume, scheduler.settings), rule.eta(facts)
     start = chooser.starts.get(volume, now)
     ahead = sum(
         1 for e in tape.entries.values() if (e.position, e.id) < (row.position or 0, row.id)
@@ -123,25 +129,3 @@ def _why(scheduler: Scheduler, row: Request) -> tuple[str, str, float | None]:
     if start > now:
         return "drives_busy", f"tape {volume} is number {line} in line; every drive is busy", eta
     return "queued_position", f"tape {volume} is number {line} in line for a free drive", eta
-
-
-def _held_detail(scheduler: Scheduler, rule: str, volume: str) -> str:
-    s = scheduler.settings
-    return {
-        "queue_paused": f"every queue with requests on tape {volume} is paused",
-        "max_drives": f"the queues of tape {volume} use all the drives they may",
-        "mount_budget": f"tape {volume} was mounted {s.mount_budget_per_day} times in 24 h",
-        "fill_wait": f"tape {volume} holds little work: waits up to {s.fill_wait_s:g} s for more",
-        "tape_unavailable": f"tape {volume} is not available for mounting",
-    }.get(rule, rule)
-
-
-def _held_eta(scheduler: Scheduler, rule: str, volume: str, now: float) -> float | None:
-    s = scheduler.settings
-    tape = scheduler.chooser.planner.tapes.get(volume)
-    if rule == "fill_wait" and tape is not None:
-        return max(0.0, tape.oldest() + s.fill_wait_s - now)
-    if rule == "mount_budget":
-        ledger = scheduler.drives.ledger
-        return max(0.0, ledger.free_at(volume, now, s.mount_budget_per_day) - now)
-    return None
