@@ -14,7 +14,7 @@ from aiohttp import web
 from tssd.api.admission import admission
 from tssd.api.routes import check_paths_off_loop, owned, read_json, services
 from tssd.api.schemas import request_json
-from tssd.db.models import Kind
+from tssd.domain import Kind
 from tssd.errors import InvalidRequest, ShuttingDown
 from tssd.submit import parse_submit
 
