@@ -19,7 +19,7 @@ from tssd.api.catalog_file import catalog_text, has_rows
 from tssd.api.roles import PEER_UID
 from tssd.api.routes import int_param, pnfsid_param, read_json, services
 from tssd.backends.base import TapeCopy
-from tssd.backends.copies import duplicates_report
+from tssd.backends.duplicates import duplicates_report
 from tssd.errors import Conflict, InvalidRequest, NotFound
 
 log = structlog.get_logger()
