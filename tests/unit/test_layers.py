@@ -98,10 +98,11 @@ def _targets(node: ast.Import | ast.ImportFrom, source: str) -> Iterator[str]:
         # `from tssd.cli import render` imports the module tssd.cli.render.
         names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
     for name in dict.fromkeys(names):
-        while name and name not in MODULES and "." in name:
-            name = name.rsplit(".", 1)[0]  # `import tssd.db.models.X` -> tssd.db.models
-        if name in MODULES:
-            yield name
+        module = name
+        while module not in MODULES and "." in module:
+            module = module.rsplit(".", 1)[0]  # `import tssd.db.models.X` -> tssd.db.models
+        if module in MODULES:
+            yield module
 
 
 def imports_of(source: str) -> list[Import]:

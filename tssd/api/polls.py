@@ -12,7 +12,7 @@ import structlog
 from aiohttp import web
 
 from tssd.api.admission import admission
-from tssd.api.routes import check_paths_off_loop, owned, read_json, services
+from tssd.api.helpers import check_paths_off_loop, owned, read_json, services
 from tssd.api.schemas import request_json
 from tssd.domain import Kind
 from tssd.errors import InvalidRequest, ShuttingDown
@@ -62,5 +62,5 @@ async def obtain_request(request: web.Request) -> web.Response:
     return web.json_response(answer, status=201 if found.created else 200)
 
 
-def add_poll_routes(app: web.Application) -> None:
+def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/requests/obtain", obtain_request)

@@ -1,177 +1,49 @@
-"""Request handlers. Domain errors map to HTTP statuses in one middleware."""
+"""The ``/v1/requests`` handlers: submit, bulk submit, read, wait, list, cancel, retry.
+
+Rows from the store become :class:`~tssd.domain.RequestView` snapshots
+(:func:`tssd.db.views.request_view`) before they are shaped into JSON.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import structlog
 from aiohttp import web
 
-from tssd.api.admission import Overloaded, admission
-from tssd.api.inputs import decode_json, read_body
-from tssd.api.openapi import openapi_document
-from tssd.api.roles import PEER_UID, ROLE, Forbidden, Role, Unauthorized, is_own
-from tssd.api.schemas import request_json
-from tssd.db.engine import is_transient
-from tssd.db.models import Kind, State
-from tssd.db.store import ListFilter
-from tssd.errors import (
-    Conflict,
-    DatabaseUnavailable,
-    InvalidRequest,
-    NotFound,
-    NotSupported,
-    ShuttingDown,
-    TssdError,
+from tssd.api.admission import admission
+from tssd.api.helpers import (
+    check_accepting,
+    check_paths_off_loop,
+    checked_name,
+    int_param,
+    owned,
+    pnfsid_param,
+    read_json,
+    request_id,
+    services,
 )
-from tssd.files import PoolRoots, effective_roots
-from tssd.metrics import CONTENT_TYPE
+from tssd.api.http_errors import Forbidden
+from tssd.api.roles import ROLE, Role, is_own
+from tssd.api.schemas import request_json
+from tssd.db.store import ListFilter
+from tssd.domain import Kind, State
+from tssd.errors import InvalidRequest, NotFound
 from tssd.scheduler.explain import eta_fields, explain
 from tssd.services import Services
-from tssd.shim.names import QUEUE, VOLUME, Name, is_int, pnfsid_or_none
+from tssd.shim.names import QUEUE, VOLUME
 from tssd.submit import SubmitSpec, parse_submit
 
 log = structlog.get_logger()
-SERVICES: web.AppKey[Services] = web.AppKey("services", Services)
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-_STATUS = {
-    InvalidRequest: 400,
-    NotFound: 404,
-    Conflict: 409,
-    NotSupported: 501,
-    ShuttingDown: 503,
-    Overloaded: 503,
-    Unauthorized: 401,
-    Forbidden: 403,
-}
-
-
-def error_body(exc: TssdError | Exception, status: int) -> web.Response:
-    exit_code = exc.exit_code if isinstance(exc, TssdError) else 1
-    error = {"type": type(exc).__name__, "message": str(exc), "exit_code": exit_code}
-    if isinstance(exc, Overloaded):
-        error["retry_after_s"] = exc.retry_after_s
-    response = web.json_response({"error": error}, status=status)
-    if isinstance(exc, Overloaded):
-        response.headers["Retry-After"] = str(exc.retry_after_s)
-    return response
-
-
-@web.middleware
-async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    try:
-        return await handler(request)
-    except web.HTTPException as exc:
-        if exc.status < 400:
-            raise
-        return error_body(InvalidRequest(exc.reason or "bad request"), exc.status)
-    except TssdError as exc:
-        status = next((s for cls, s in _STATUS.items() if isinstance(exc, cls)), 500)
-        if status == 500:
-            log.error("api.error", path=request.path, error=str(exc))
-        return error_body(exc, status)
-    except (UnicodeError, RecursionError) as exc:
-        # Input tssd cannot represent (a surrogate, a non-UTF-8 byte, absurd nesting) that
-        # got past decoding: the client's mistake, never a 500 (docs/reliability.md).
-        log.warning("api.bad_input", path=request.path, error=type(exc).__name__)
-        return error_body(InvalidRequest(f"input cannot be represented: {exc}"[:300]), 400)
-    except Exception as exc:
-        if not is_transient(exc):
-            raise
-        # The database is restarting: the client retries, nothing was recorded half.
-        log.warning("api.database_unavailable", path=request.path, error=str(exc)[:200])
-        return error_body(DatabaseUnavailable("the database is unavailable; retry"), 503)
-
-
-def services(request: web.Request) -> Services:
-    return request.app[SERVICES]
-
-
-async def read_json(request: web.Request) -> Any:
-    """The body's JSON value (see :mod:`tssd.api.inputs`); 408 for a body that stalls."""
-    raw = await read_body(request, services(request).settings.limits.idle_timeout_s)
-    return decode_json(raw)
-
-
-def int_param(
-    request: web.Request, name: str, default: int | None = None, *, lo: int = 0, hi: int = 2**62
-) -> int | None:
-    raw = request.query.get(name) if name in request.query else request.match_info.get(name)
-    if raw is None or raw == "":
-        return default
-    if not is_int(raw):
-        raise InvalidRequest(f"{name} must be an integer")
-    value = int(raw)
-    if not lo <= value <= hi:
-        raise InvalidRequest(f"{name} must be between {lo} and {hi}")
-    return value
-
-
-def pnfsid_param(value: str | None) -> str:
-    """A pnfsid from a query or path, normalised as submitted ones are (tssd/shim/names.py)."""
-    pnfsid = pnfsid_or_none(value)
-    if pnfsid is None:
-        raise InvalidRequest("pnfsid must be 1-64 hex digits")
-    return pnfsid
-
-
-def _checked(name: Name, value: str | None) -> str | None:
-    if not value:
-        return None
-    if not name.fullmatch(value):
-        raise InvalidRequest(name.describe())
-    return value
-
-
-def request_id(request: web.Request) -> int:
-    value = int_param(request, "id", lo=1)
-    assert value is not None
-    return value
-
-
-def _accepting(svc: Services) -> None:
-    if not svc.accepting:
-        raise ShuttingDown("tssd is shutting down and accepts no new requests")
-
-
-def check_paths(svc: Services, spec: SubmitSpec) -> None:
-    """Recall destinations and migrate sources must lie inside api.pool_roots."""
-    what = "recall destination" if spec.kind == "recall" else "migrate source"
-    roots = effective_roots(svc.settings.api.pool_roots, svc.settings.home_path)
-    PoolRoots.from_setting(roots).check(spec.path, what)
-
-
-async def check_paths_off_loop(svc: Services, specs: Sequence[SubmitSpec]) -> None:
-    """:func:`check_paths` of every spec in a worker thread: it resolves each path on the
-    file system (``realpath``), which took 3.7 s of event loop for a 100k bulk submit.
-    A refusal names the index of the request in the batch."""
-
-    def check_all() -> None:
-        for index, spec in enumerate(specs):
-            try:
-                check_paths(svc, spec)
-            except InvalidRequest as exc:
-                if len(specs) == 1:
-                    raise
-                raise InvalidRequest(f"request {index}: {exc}") from exc
-
-    await asyncio.to_thread(check_all)
-
-
-def owned(request: web.Request, spec: SubmitSpec) -> SubmitSpec:
-    """*spec* marked with the submitting Unix peer's uid (a pool cancels only its own)."""
-    uid = request.get(PEER_UID)
-    return spec if uid is None else replace(spec, owner_uid=uid)
 
 
 async def submit(request: web.Request) -> web.Response:
     svc = services(request)
-    _accepting(svc)
+    check_accepting(svc)
     spec = owned(
         request, parse_submit(await read_json(request), svc.settings.scheduler.default_queue)
     )
@@ -193,7 +65,7 @@ async def submit(request: web.Request) -> web.Response:
 
 async def submit_bulk(request: web.Request) -> web.Response:
     svc = services(request)
-    _accepting(svc)
+    check_accepting(svc)
     body = await read_json(request)
     entries = body.get("requests") if isinstance(body, dict) else None
     if not isinstance(entries, list) or not entries:
@@ -310,8 +182,8 @@ async def list_requests(request: web.Request) -> web.Response:
     flt = ListFilter(
         state=q.get("state") or None,
         kind=q.get("kind") or None,
-        queue=_checked(QUEUE, q.get("queue")),
-        volume=_checked(VOLUME, q.get("volume")),
+        queue=checked_name(QUEUE, q.get("queue")),
+        volume=checked_name(VOLUME, q.get("volume")),
         pnfsid=pnfsid_param(q["pnfsid"]) if q.get("pnfsid") else None,
         limit=int_param(request, "limit", 100, lo=1, hi=1000) or 100,
         after=int_param(request, "after", None),
@@ -336,24 +208,6 @@ async def query_requests(request: web.Request) -> web.Response:
     return web.json_response(result)
 
 
-async def status(request: web.Request) -> web.Response:
-    return web.json_response(await services(request).status())
-
-
-async def healthz(request: web.Request) -> web.Response:
-    ok = services(request).accepting
-    return web.json_response({"status": "ok" if ok else "stopping"}, status=200 if ok else 503)
-
-
-async def metrics(request: web.Request) -> web.Response:
-    body = services(request).metrics.exposition()
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
-
-
-async def openapi(request: web.Request) -> web.Response:
-    return web.json_response(openapi_document())
-
-
 def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/requests", submit)
     app.router.add_post("/v1/requests/bulk", submit_bulk)
@@ -367,24 +221,3 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/requests/{id}/cancel", cancel_request)
     app.router.add_post("/v1/requests/{id}/retry", retry_request)
     app.router.add_post("/v1/requests/{id}/reported", report_request)
-    app.router.add_get("/v1/status", status)
-    # Imported here: the catalog handlers use this module's helpers.
-    from tssd.api.admin import add_admin_routes
-    from tssd.api.catalog import add_catalog_routes
-    from tssd.api.polls import add_poll_routes
-    from tssd.api.top import add_top_routes
-
-    add_catalog_routes(app)
-    add_top_routes(app)
-    add_admin_routes(app)
-    add_poll_routes(app)
-    add_probe_routes(app)
-    app.router.add_get("/openapi.json", openapi)
-
-
-def add_probe_routes(app: web.Application) -> None:
-    from tssd.api.status_page import status_page  # it uses this module's helpers
-
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/metrics", metrics)
-    app.router.add_get("/status", status_page)
