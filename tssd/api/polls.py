@@ -14,6 +14,7 @@ from aiohttp import web
 from tssd.api.admission import admission
 from tssd.api.helpers import check_paths_off_loop, owned, read_json, services
 from tssd.api.schemas import request_json
+from tssd.db.views import request_view
 from tssd.domain import Kind
 from tssd.errors import InvalidRequest, ShuttingDown
 from tssd.submit import parse_submit
@@ -52,7 +53,7 @@ async def obtain_request(request: web.Request) -> web.Response:
     with admission(request) as ticket:
         found = await svc.store.obtain(spec, adopt_finished=adopt == "finished")
         ticket.created = int(found.created)
-    row = found.row
+    row = request_view(found.row)
     if found.created:
         log.info(
             "request.submitted", request_id=row.id, kind=row.kind, pnfsid=row.pnfsid,

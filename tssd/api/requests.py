@@ -31,6 +31,7 @@ from tssd.api.http_errors import Forbidden
 from tssd.api.roles import ROLE, Role, is_own
 from tssd.api.schemas import request_json
 from tssd.db.store import ListFilter
+from tssd.db.views import request_view
 from tssd.domain import Kind, State
 from tssd.errors import InvalidRequest, NotFound
 from tssd.scheduler.explain import eta_fields, explain
@@ -59,7 +60,7 @@ async def submit(request: web.Request) -> web.Response:
             pnfsid=row.pnfsid,
             queue=row.queue,
         )
-    body = {"created": created, "request": request_json(row)}
+    body = {"created": created, "request": request_json(request_view(row))}
     return web.json_response(body, status=201 if created else 200)
 
 
@@ -93,7 +94,8 @@ async def submit_bulk(request: web.Request) -> web.Response:
     log.info("request.bulk_submitted", count=len(specs), created=created)
 
     def answer() -> bytes:
-        body = {"results": [{"created": c, "request": request_json(r)} for c, r in results]}
+        answers = [{"created": c, "request": request_json(request_view(r))} for c, r in results]
+        body = {"results": answers}
         return json.dumps(body).encode()
 
     return web.Response(body=await asyncio.to_thread(answer), content_type="application/json")
@@ -118,7 +120,9 @@ async def submit_in_chunks(svc: Services, specs: Sequence[SubmitSpec]) -> list[t
 async def get_request(request: web.Request) -> web.Response:
     svc = services(request)
     row = await svc.store.get(request_id(request))
-    return web.json_response({"request": request_json(row) | eta_fields(svc.scheduler, row)})
+    # explain and eta_fields still read the row itself (tssd/scheduler/explain.py).
+    view = request_json(request_view(row))
+    return web.json_response({"request": view | eta_fields(svc.scheduler, row)})
 
 
 async def why_request(request: web.Request) -> web.Response:
@@ -132,7 +136,7 @@ async def wait_request(request: web.Request) -> web.Response:
     timeout = float(int_param(request, "timeout", 30, hi=86400) or 0)
     timeout = min(timeout, svc.settings.api.max_wait_s)
     row, finished = await svc.store.wait(request_id(request), timeout)
-    return web.json_response({"request": request_json(row), "finished": finished})
+    return web.json_response({"request": request_json(request_view(row)), "finished": finished})
 
 
 async def latest_request(request: web.Request) -> web.Response:
@@ -144,11 +148,11 @@ async def latest_request(request: web.Request) -> web.Response:
     if found is None:
         raise NotFound(f"no {kind} request for {pnfsid}")
     row, reported = found
-    return web.json_response({"request": request_json(row), "reported": reported})
+    return web.json_response({"request": request_json(request_view(row)), "reported": reported})
 
 
 async def report_request(request: web.Request) -> web.Response:
-    row = await services(request).store.mark_reported(request_id(request))
+    row = request_view(await services(request).store.mark_reported(request_id(request)))
     return web.json_response({"request": request_json(row)})
 
 
@@ -158,13 +162,13 @@ async def cancel_request(request: web.Request) -> web.Response:
     pool = request.get(ROLE) is Role.POOL
     if pool and not is_own(request, (await store.get(request_id(request))).owner_uid):
         raise Forbidden("a pool may cancel only the requests it submitted")
-    row = await store.cancel(request_id(request))
+    row = request_view(await store.cancel(request_id(request)))
     log.info("request.cancelled", request_id=row.id, pnfsid=row.pnfsid)
     return web.json_response({"request": request_json(row)})
 
 
 async def retry_request(request: web.Request) -> web.Response:
-    row = await services(request).store.retry(request_id(request))
+    row = request_view(await services(request).store.retry(request_id(request)))
     log.info("request.retried", request_id=row.id, pnfsid=row.pnfsid)
     return web.json_response({"request": request_json(row)})
 
@@ -192,7 +196,9 @@ async def list_requests(request: web.Request) -> web.Response:
     rows = await services(request).store.list_requests(replace(flt, limit=flt.limit + 1))
     nxt = rows[flt.limit - 1].id if len(rows) > flt.limit else None
     rows = rows[: flt.limit]
-    return web.json_response({"requests": [request_json(r) for r in rows], "next": nxt})
+    return web.json_response(
+        {"requests": [request_json(request_view(r)) for r in rows], "next": nxt}
+    )
 
 
 async def query_requests(request: web.Request) -> web.Response:
@@ -204,7 +210,7 @@ async def query_requests(request: web.Request) -> web.Response:
     if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 2**63 for i in ids):
         raise InvalidRequest("ids must be integers between 0 and 2**63-1")
     result = await services(request).store.query(ids)
-    result["failed"] = [request_json(r) for r in result["failed"]]
+    result["failed"] = [request_json(request_view(r)) for r in result["failed"]]
     return web.json_response(result)
 
 
