@@ -105,7 +105,7 @@ def _targets(node: ast.Import | ast.ImportFrom, source: str) -> Iterator[str]:
             yield module
 
 
-def imports_of(source: str) -> list[Import]:
+def imports_of(source: str, text: str | None = None) -> list[Import]:
     found: list[Import] = []
 
     def visit(body: list[ast.stmt], top: bool) -> None:
@@ -115,16 +115,14 @@ def imports_of(source: str) -> list[Import]:
                 continue
             if isinstance(node, ast.Import | ast.ImportFrom):
                 found.extend(Import(source, t, node.lineno, top) for t in _targets(node, source))
-            inner = top and not isinstance(
-                node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
-            )
+            inner = top and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.stmt):
                     visit([child], inner)
                 elif isinstance(child, ast.excepthandler | ast.match_case):
                     visit(child.body, inner)
 
-    visit(ast.parse(MODULES[source].read_text()).body, True)
+    visit(ast.parse(MODULES[source].read_text() if text is None else text).body, True)
     return [i for i in found if i.target != source]
 
 
@@ -193,6 +191,17 @@ def test_no_import_cycle() -> None:
         if i.top:
             edges[i.source].add(i.target)
     assert _cycles(edges) == []
+
+
+def test_the_reader_sees_deferred_and_skips_type_checking_imports() -> None:
+    text = (
+        "from tssd.cli import render\n"
+        "if TYPE_CHECKING:\n    from tssd.app import serve\n"
+        "def f():\n    import tssd.db.models.Request\n"
+    )
+    found = {(i.target, i.top) for i in imports_of("tssd.domain", text)}
+    assert found == {("tssd.cli.render", True), ("tssd.db.models", False)}
+    assert layer_of("tssd.shim.names") < layer_of("tssd.db.store") < layer_of("tssd.shim.main")
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
