@@ -31,7 +31,7 @@ from dcache_common import File, Tssd, bulk_recall, dump, migrate, percentile, pr
 
 from tssd.shim import actions
 from tssd.shim.args import parse_args
-from tssd.shim.client import Client, decode
+from tssd.shim.fastclient import Client, decode
 
 FINISHED = (b'"state":"done"', b'"state":"failed"', b'"state":"cancelled"')
 FINISHED_SPACED = (b'"state": "done"', b'"state": "failed"', b'"state": "cancelled"')

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tssd.db.models import Kind
+from tssd.domain import Kind
 from tssd.errors import InvalidRequest
 from tssd.shim.names import ADLER32, NAME, QUEUE, pnfsid_or_none
 

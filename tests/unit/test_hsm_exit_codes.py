@@ -44,7 +44,7 @@ from tssd.endit.protocol import EnditPaths, err_code, write_error
 from tssd.errors import AccessDenied, DestinationUnwritable, NoSpace, SourceUnreadable
 from tssd.files import FileSink, FileSource
 from tssd.ownership import ROOT_WARNING, ownership_warnings
-from tssd.shim import client as wire
+from tssd.shim import fastclient
 from tssd.shim.actions import Unreachable, unreachable
 
 
@@ -224,11 +224,11 @@ def test_a_socket_the_pool_user_may_not_open_is_1_not_72() -> None:
         try:
             raise PermissionError(errno.EACCES, "Permission denied")
         except OSError as exc:
-            raise wire.WireError("tssd unreachable at /run/tssd/tssd.sock") from exc
-    except wire.WireError as exc:
+            raise fastclient.WireError("tssd unreachable at /run/tssd/tssd.sock") from exc
+    except fastclient.WireError as exc:
         denied = unreachable(exc)
     assert not isinstance(denied, Unreachable)
     assert denied.code == 1 and "api.socket_group" in denied.message
-    refused = wire.WireError("tssd unreachable")
+    refused = fastclient.WireError("tssd unreachable")
     refused.__cause__ = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
     assert isinstance(unreachable(refused), Unreachable)

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from tssd.activity import DEPTH_MAX, LATENCY_MAX, QUEUES_MAX, Activity, depth_of, percentile
 from tssd.api.openapi import openapi_document
-from tssd.api.routes import add_routes
+from tssd.api.server import add_routes
 from tssd.api.status_html import Page, efficiency_colour, render
 from tssd.api.top import queue_etas
 from tssd.cli.top import BAR, bar, count, screen, size

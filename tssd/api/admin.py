@@ -12,7 +12,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from tssd.api.routes import int_param, read_json, services
+from tssd.api.helpers import int_param, read_json, services
 from tssd.config.queues import TARGET_MAX_S, TARGET_MIN_S
 from tssd.db.admin import UNSET, AdminStore, MountFilter
 from tssd.db.reports import ReportStore
@@ -199,7 +199,7 @@ async def efficiency_report(request: web.Request) -> web.Response:
     return web.json_response(report)
 
 
-def add_admin_routes(app: web.Application) -> None:
+def add_routes(app: web.Application) -> None:
     app.router.add_get("/v1/queues", list_queues)
     app.router.add_patch("/v1/queues/{name}", set_queue)
     app.router.add_get("/v1/drives", list_drives)

@@ -16,10 +16,10 @@ import structlog
 from aiohttp import web
 
 from tssd.api.catalog_file import catalog_text, has_rows
+from tssd.api.helpers import int_param, pnfsid_param, read_json, services
 from tssd.api.roles import PEER_UID
-from tssd.api.routes import int_param, pnfsid_param, read_json, services
 from tssd.backends.base import TapeCopy
-from tssd.backends.copies import duplicates_report
+from tssd.backends.duplicates import duplicates_report
 from tssd.errors import Conflict, InvalidRequest, NotFound
 
 log = structlog.get_logger()
@@ -89,7 +89,7 @@ async def export_catalog(request: web.Request) -> web.Response:
     return web.json_response({"rows": rows, "csv": out.getvalue()})
 
 
-def add_catalog_routes(app: web.Application) -> None:
+def add_routes(app: web.Application) -> None:
     app.router.add_get("/v1/catalog/copies/{pnfsid}", where)
     app.router.add_get("/v1/catalog/duplicates", duplicates)
     app.router.add_post("/v1/catalog/import", import_catalog)

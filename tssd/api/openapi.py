@@ -6,8 +6,11 @@ from functools import cache
 from typing import Any
 
 from tssd.api.admin_openapi import ADMIN_PATHS
+from tssd.domain import Kind, State
 from tssd.scheduler.rules import RULES
 
+_KINDS = [kind.value for kind in Kind]
+_STATES = [state.value for state in State]
 _STR = {"type": "string"}
 _NSTR = {"type": ["string", "null"]}
 #: The ``rule`` of a ``why`` answer: every name in scheduler/rules.py, with its meaning.
@@ -23,8 +26,8 @@ REQUEST = {
     "type": "object",
     "properties": {
         "id": {"type": "integer"},
-        "kind": {"enum": ["recall", "migrate", "remove"]},
-        "state": {"enum": ["queued", "active", "done", "failed", "cancelled", "abandoned"]},
+        "kind": {"enum": _KINDS},
+        "state": {"enum": _STATES},
         "pnfsid": _NSTR,
         "path": _NSTR,
         "size": _NINT,
@@ -59,7 +62,7 @@ REQUEST = {
 SUBMIT = {
     "type": "object",
     "properties": {
-        "kind": {"enum": ["recall", "migrate", "remove"]},
+        "kind": {"enum": _KINDS},
         "pnfsid": {"type": "string", "pattern": "^[0-9A-Fa-f]{1,64}$"},
         "path": {"type": "string", "pattern": "^/", "maxLength": 4096},
         "size": {"type": "integer", "minimum": 0},
@@ -224,9 +227,9 @@ def openapi_document() -> dict[str, Any]:
                 "parameters": [
                     _query(
                         "state",
-                        {"enum": ["queued", "active", "done", "failed", "cancelled", "abandoned"]},
+                        {"enum": _STATES},
                     ),
-                    _query("kind", {"enum": ["recall", "migrate", "remove"]}),
+                    _query("kind", {"enum": _KINDS}),
                     _query("queue", _STR),
                     _query("volume", _STR),
                     _query("pnfsid", _STR),

@@ -12,9 +12,10 @@ import structlog
 from aiohttp import web
 
 from tssd.api.admission import admission
-from tssd.api.routes import check_paths_off_loop, owned, read_json, services
+from tssd.api.helpers import check_paths_off_loop, owned, read_json, services
 from tssd.api.schemas import request_json
-from tssd.db.models import Kind
+from tssd.db.views import request_view
+from tssd.domain import Kind
 from tssd.errors import InvalidRequest, ShuttingDown
 from tssd.submit import parse_submit
 
@@ -52,7 +53,7 @@ async def obtain_request(request: web.Request) -> web.Response:
     with admission(request) as ticket:
         found = await svc.store.obtain(spec, adopt_finished=adopt == "finished")
         ticket.created = int(found.created)
-    row = found.row
+    row = request_view(found.row)
     if found.created:
         log.info(
             "request.submitted", request_id=row.id, kind=row.kind, pnfsid=row.pnfsid,
@@ -62,5 +63,5 @@ async def obtain_request(request: web.Request) -> web.Response:
     return web.json_response(answer, status=201 if found.created else 200)
 
 
-def add_poll_routes(app: web.Application) -> None:
+def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/requests/obtain", obtain_request)

@@ -28,8 +28,9 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from tssd.api.http_errors import Forbidden, Unauthorized, error_body
 from tssd.api.inputs import header_text
-from tssd.errors import ConfigError, TssdError
+from tssd.errors import ConfigError
 
 log = structlog.get_logger()
 
@@ -43,14 +44,6 @@ class Role(Enum):
 ROLE: web.RequestKey[Role] = web.RequestKey("role", Role)
 #: The Unix peer's uid, for "its own" requests (None over TCP).
 PEER_UID: web.RequestKey[int] = web.RequestKey("peer_uid", int)
-
-
-class Unauthorized(TssdError):
-    """A call over TCP without a valid bearer token."""
-
-
-class Forbidden(TssdError):
-    """A call the caller's role does not allow."""
 
 
 #: Calls that change nothing although they are POSTs.
@@ -95,8 +88,6 @@ def admin_only(method: str, route: str) -> bool:
 
 
 def _refuse(request: web.Request, role: Role, why: str) -> web.Response:
-    from tssd.api.routes import error_body
-
     log.warning("api.forbidden", method=request.method, path=request.path, role=role.value,
                 peer=request.remote, reason=why)  # fmt: skip
     return error_body(Forbidden(f"the {role.value} role may not {why}"), 403)
@@ -110,8 +101,6 @@ def tcp_middleware(admin_token: str, read_token: str | None) -> Middleware:
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        from tssd.api.routes import error_body
-
         given = header_text(request, "Authorization").encode()
         # Every token compared, in constant time: the answer's timing names none.
         found = [role for token, role in tokens if hmac.compare_digest(given, token)]

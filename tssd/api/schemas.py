@@ -1,11 +1,11 @@
-"""JSON shapes of API objects."""
+"""JSON shapes of API objects, from domain views (tssd/domain.py), never ORM rows."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
-from tssd.db.models import Request
+from tssd.domain import RequestView
 
 
 def iso(value: datetime | None) -> str | None:
@@ -16,7 +16,7 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat()
 
 
-def request_json(row: Request) -> dict[str, Any]:
+def request_json(row: RequestView) -> dict[str, Any]:
     return {
         "id": row.id,
         "kind": row.kind,

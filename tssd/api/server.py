@@ -15,21 +15,38 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from tssd.api import admin, catalog, polls, probes, requests, top
 from tssd.api.admission import ADMISSION, Admission
 from tssd.api.connections import CappedSite, connection_caps, raise_nofile
+from tssd.api.helpers import SERVICES
+from tssd.api.http_errors import error_middleware
 from tssd.api.roles import read_token, tcp_middleware, unix_middleware
-from tssd.api.routes import (
-    SERVICES,
-    add_probe_routes,
-    add_routes,
-    error_middleware,
-)
 from tssd.errors import ConfigError
 from tssd.files import effective_roots
 from tssd.services import Services
 
 log = structlog.get_logger()
 Factory = Callable[[], asyncio.BaseProtocol]
+Mount = Callable[[web.Application], None]
+
+#: The full API: each route module registers its own routes, in this order (a module's
+#: fixed paths come before its patterns; every route is in tssd/api/openapi.py).
+ROUTES: tuple[Mount, ...] = (
+    requests.add_routes,
+    catalog.add_routes,
+    top.add_routes,
+    admin.add_routes,
+    polls.add_routes,
+    probes.add_probe_routes,
+    probes.add_routes,
+)
+#: The metrics listener (``api.metrics_tcp``): probes only.
+PROBE_ROUTES: tuple[Mount, ...] = (probes.add_probe_routes,)
+
+
+def add_routes(app: web.Application, *, probes_only: bool = False) -> None:
+    for mount in PROBE_ROUTES if probes_only else ROUTES:
+        mount(app)
 
 
 def make_app(
@@ -53,10 +70,7 @@ def make_app(
     app[SERVICES] = services
     if admission is not None:
         app[ADMISSION] = admission
-    if probes_only:
-        add_probe_routes(app)
-    else:
-        add_routes(app)
+    add_routes(app, probes_only=probes_only)
     return app
 
 

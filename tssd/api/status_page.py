@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tssd.api.routes import services
+from tssd.api.helpers import services
 from tssd.api.status_html import Page, render
 from tssd.api.top import drive_lines
 from tssd.db.admin import aware, mount_json

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tssd.api.routes import services
+from tssd.api.helpers import services
 from tssd.db.admin import AdminStore, mount_json, seconds
 from tssd.db.glance import GlanceStore
 from tssd.db.models import Drive, Mount, utcnow
@@ -195,5 +195,5 @@ async def top(request: web.Request) -> web.Response:
     return web.json_response(await top_view(services(request)))
 
 
-def add_top_routes(app: web.Application) -> None:
+def add_routes(app: web.Application) -> None:
     app.router.add_get("/v1/top", top)

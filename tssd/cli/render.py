@@ -23,6 +23,8 @@ from rich.progress import BarColumn, TaskID, TextColumn
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
+from tssd.domain import State
+
 _UNITS = ("B", "kB", "MB", "GB", "TB", "PB", "EB")
 NONE = "-"
 PIPE_WIDTH = 100
@@ -256,7 +258,7 @@ class ProgressLine:
 
 # --- API objects ---------------------------------------------------------------------
 
-STATES = ("queued", "active", "done", "failed", "cancelled", "abandoned")
+STATES = tuple(state.value for state in State)
 
 
 def status(data: dict[str, Any]) -> str:

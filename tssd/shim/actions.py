@@ -18,7 +18,7 @@ import stat
 import sys
 import time
 
-from tssd.shim import client as wire
+from tssd.shim import fastclient
 from tssd.shim.args import (
     EXIT_NO_SPACE,
     EXIT_OK,
@@ -59,7 +59,7 @@ BACKOFF_MAX_S = 5.0
 
 
 def run(call: Call) -> int:
-    client = wire.Client(call.options.tssd)
+    client = fastclient.Client(call.options.tssd)
     deadline = time.monotonic() + call.options.reconnect_timeout
     while True:
         try:
@@ -67,7 +67,7 @@ def run(call: Call) -> int:
                 return do_remove(client, call)
             action = do_put if call.verb == "put" else do_get
             return action(client, call, call.transfer)
-        except wire.ApiError as exc:
+        except fastclient.ApiError as exc:
             # 503: tssd admits no new request now (admission control, too many
             # connections). Poll mode: exit 72, dCache calls again after p:delay. Block
             # mode waits as for a restarting tssd, then exits 1 (dCache retries).
@@ -114,7 +114,7 @@ def reaching(options: Options, what: str, action: Callable[[], T]) -> T:
         return result
 
 
-def do_put(client: wire.Client, call: Call, transfer: Transfer) -> int:
+def do_put(client: fastclient.Client, call: Call, transfer: Transfer) -> int:
     path = os.path.abspath(transfer.path)
     check_source(path, transfer.si.size)
     body = _compact(_file_body("migrate", call, transfer, path))
@@ -141,7 +141,7 @@ def print_uri(request: Request) -> None:
     sys.stdout.flush()
 
 
-def do_get(client: wire.Client, call: Call, transfer: Transfer) -> int:
+def do_get(client: fastclient.Client, call: Call, transfer: Transfer) -> int:
     path = os.path.abspath(transfer.path)
     check_destination(path)
 
@@ -165,7 +165,7 @@ def do_get(client: wire.Client, call: Call, transfer: Transfer) -> int:
     return EXIT_OK
 
 
-def do_remove(client: wire.Client, call: Call) -> int:
+def do_remove(client: fastclient.Client, call: Call) -> int:
     # Always waits: removal is a catalogue operation that needs no drive, and tssd cannot
     # look a removal up by bfid cheaply, which poll mode would need to avoid submitting
     # a new removal on every poll.
@@ -178,12 +178,12 @@ def do_remove(client: wire.Client, call: Call) -> int:
     return EXIT_OK
 
 
-def submit_reaching(client: wire.Client, call: Call, location: Location) -> Request:
+def submit_reaching(client: fastclient.Client, call: Call, location: Location) -> Request:
     return reaching(call.options, "remove", lambda: submit(client, remove_body(call, location)))
 
 
 def obtain(
-    client: wire.Client, body: Request, path: str, usable: Callable[[Request], bool]
+    client: fastclient.Client, body: Request, path: str, usable: Callable[[Request], bool]
 ) -> Request:
     """The request this call is about: adopted (see the module docstring) or submitted.
 
@@ -199,21 +199,21 @@ def obtain(
     return request
 
 
-def post_obtain(client: wire.Client, body: Request) -> Request | None:
+def post_obtain(client: fastclient.Client, body: Request) -> Request | None:
     """POST /v1/requests/obtain; None from a tssd that predates it."""
     try:
         answer = client.call("POST", "/v1/requests/obtain", body)
-    except wire.ApiError as exc:
+    except fastclient.ApiError as exc:
         if exc.status in (404, 405):
             return None
         restarting(exc)
         raise
-    except wire.WireError as exc:
+    except fastclient.WireError as exc:
         raise unreachable(exc) from exc
     return request_of(answer)
 
 
-def unreachable(exc: wire.WireError) -> HsmExit:
+def unreachable(exc: fastclient.WireError) -> HsmExit:
     """tssd away is "not yet"; a socket the pool's user may not open is a setup fault (1)."""
     cause = exc.__cause__
     if isinstance(cause, OSError) and cause.errno in (errno.EACCES, errno.EPERM):
@@ -221,14 +221,14 @@ def unreachable(exc: wire.WireError) -> HsmExit:
     return Unreachable(str(exc))
 
 
-def restarting(exc: wire.ApiError) -> None:
+def restarting(exc: fastclient.ApiError) -> None:
     """503: tssd is shutting down (about to restart) or has lost its database for now."""
     if exc.status == 503:
         raise Unreachable(f"tssd unavailable ({exc.message})") from exc
 
 
 def legacy_obtain(
-    client: wire.Client, body: Request, path: str, usable: Callable[[Request], bool]
+    client: fastclient.Client, body: Request, path: str, usable: Callable[[Request], bool]
 ) -> Request:
     """What :func:`obtain` does, in two round trips, with a tssd without the obtain route."""
     found = latest(client, body["kind"], body["pnfsid"])
@@ -243,21 +243,21 @@ def legacy_obtain(
     return submit(client, body)
 
 
-def latest(client: wire.Client, kind: str, pnfsid: str) -> tuple[Request, bool] | None:
+def latest(client: fastclient.Client, kind: str, pnfsid: str) -> tuple[Request, bool] | None:
     try:
         answer = client.call("GET", f"/v1/requests/latest?kind={kind}&pnfsid={pnfsid}")
-    except wire.ApiError as exc:
+    except fastclient.ApiError as exc:
         # 404: none yet; 405 and friends: a tssd from before this route, so just submit.
         if 400 < exc.status < 500:
             return None
         restarting(exc)
         raise
-    except wire.WireError as exc:
+    except fastclient.WireError as exc:
         raise unreachable(exc) from exc
     return request_of(answer), answer.get("reported") is True
 
 
-def settle(client: wire.Client, request: Request, options: Options) -> Request | None:
+def settle(client: fastclient.Client, request: Request, options: Options) -> Request | None:
     """The finished request, or None when poll mode leaves it open for the next call."""
     if request.get("state") in FINISHED:
         return request
@@ -266,7 +266,7 @@ def settle(client: wire.Client, request: Request, options: Options) -> Request |
     return wait_block(client, request["id"], options.reconnect_timeout)
 
 
-def conclude(client: wire.Client, request: Request, finish: Callable[[], None]) -> None:
+def conclude(client: fastclient.Client, request: Request, finish: Callable[[], None]) -> None:
     """Decide the outcome (``finish`` raises :class:`HsmExit` on failure), mark it reported."""
     try:
         ensure_done(request)
@@ -277,11 +277,11 @@ def conclude(client: wire.Client, request: Request, finish: Callable[[], None]) 
     mark_reported(client, request["id"])
 
 
-def mark_reported(client: wire.Client, request_id: int) -> None:
+def mark_reported(client: fastclient.Client, request_id: int) -> None:
     # Best effort: when it fails, the next stage of this file may see this outcome once more.
     try:
         client.call("POST", f"/v1/requests/{request_id}/reported", {})
-    except (wire.WireError, wire.ApiError):
+    except (fastclient.WireError, fastclient.ApiError):
         pass
 
 
@@ -436,14 +436,14 @@ def remove_body(call: Call, location: Location) -> Request:
     )
 
 
-def submit(client: wire.Client, body: Request) -> Request:
+def submit(client: fastclient.Client, body: Request) -> Request:
     """POST the request; tssd attaches a repeated submit to the open request."""
     try:
         answer = client.call("POST", "/v1/requests", body)
-    except wire.ApiError as exc:
+    except fastclient.ApiError as exc:
         restarting(exc)
         raise
-    except wire.WireError as exc:
+    except fastclient.WireError as exc:
         raise unreachable(exc) from exc
     return request_of(answer)
 
@@ -455,16 +455,16 @@ def request_of(answer: Request) -> Request:
     return request
 
 
-def wait_block(client: wire.Client, request_id: int, limit_s: float) -> Request:
+def wait_block(client: fastclient.Client, request_id: int, limit_s: float) -> Request:
     pacing = Reconnect(f"request {request_id}", limit_s)
     path = f"/v1/requests/{request_id}/wait?timeout={WAIT_S}"
     while True:
         try:
             answer = client.call("GET", path, timeout=WAIT_READ_S)
-        except wire.WireError as exc:
+        except fastclient.WireError as exc:
             pacing.lost(str(exc))
             continue
-        except wire.ApiError as exc:
+        except fastclient.ApiError as exc:
             if exc.status != 503:  # 503: tssd is shutting down, i.e. about to restart
                 raise
             pacing.lost(exc.message)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tssd.shim import client as wire
+from tssd.shim import fastclient
 from tssd.shim.actions import PASS_THROUGH, diag, run
 from tssd.shim.args import (
     EXIT_INVALID,
@@ -63,7 +63,7 @@ class Terminated(BaseException):
     """SIGTERM. A BaseException so that no ``except Exception`` on the way can swallow it."""
 
 
-def api_exit_code(exc: wire.ApiError) -> int:
+def api_exit_code(exc: fastclient.ApiError) -> int:
     if exc.exit_code in PASS_THROUGH:
         return exc.exit_code
     return EXIT_INVALID if exc.status == 400 else EXIT_OTHER
@@ -84,10 +84,10 @@ def _dispatch(args: Sequence[str]) -> int:
     except HsmExit as exc:
         diag(exc.message)
         return exc.code
-    except wire.ApiError as exc:
+    except fastclient.ApiError as exc:
         diag(f"tssd refused ({exc.status} {exc.type}): {exc.message}")
         return api_exit_code(exc)
-    except wire.WireError as exc:
+    except fastclient.WireError as exc:
         diag(str(exc))
         return EXIT_OTHER
 

@@ -17,9 +17,10 @@ from tssd.cli.commands import (
     queue_name,
     wants_json,
 )
+from tssd.domain import Kind
 from tssd.wire import Client
 
-KINDS = ("recall", "migrate", "remove")
+KINDS = tuple(kind.value for kind in Kind)
 PAGE_MAX = 1000  # the API's largest page
 
 group("requests", "list, show, cancel and retry requests")

@@ -6,7 +6,7 @@ import argparse
 
 from tssd.cli import render
 from tssd.cli.commands import EXIT_OK, command, emit_json, wants_json
-from tssd.cluster.view import instances_table
+from tssd.cli.instances import instances_table
 from tssd.wire import Client
 
 

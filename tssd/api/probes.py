@@ -1,0 +1,42 @@
+"""Daemon-wide reads: ``/v1/status``, ``/healthz``, ``/metrics``, ``/status`` and
+``/openapi.json``. The probes also serve alone on the metrics listener (``api.metrics_tcp``).
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from tssd.api.helpers import services
+from tssd.api.openapi import openapi_document
+from tssd.api.status_page import status_page
+from tssd.metrics import CONTENT_TYPE
+
+
+async def status(request: web.Request) -> web.Response:
+    return web.json_response(await services(request).status())
+
+
+async def healthz(request: web.Request) -> web.Response:
+    ok = services(request).accepting
+    return web.json_response({"status": "ok" if ok else "stopping"}, status=200 if ok else 503)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    body = services(request).metrics.exposition()
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return web.json_response(openapi_document())
+
+
+def add_routes(app: web.Application) -> None:
+    """The full API's daemon-wide routes (the probes are mounted on their own)."""
+    app.router.add_get("/v1/status", status)
+    app.router.add_get("/openapi.json", openapi)
+
+
+def add_probe_routes(app: web.Application) -> None:
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/status", status_page)

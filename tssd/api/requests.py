@@ -1,0 +1,227 @@
+"""The ``/v1/requests`` handlers: submit, bulk submit, read, wait, list, cancel, retry.
+
+Rows from the store become :class:`~tssd.domain.RequestView` snapshots
+(:func:`tssd.db.views.request_view`) before they are shaped into JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from tssd.api.admission import admission
+from tssd.api.helpers import (
+    check_accepting,
+    check_paths_off_loop,
+    checked_name,
+    int_param,
+    owned,
+    pnfsid_param,
+    read_json,
+    request_id,
+    services,
+)
+from tssd.api.http_errors import Forbidden
+from tssd.api.roles import ROLE, Role, is_own
+from tssd.api.schemas import request_json
+from tssd.db.store import ListFilter
+from tssd.db.views import request_view
+from tssd.domain import Kind, State
+from tssd.errors import InvalidRequest, NotFound
+from tssd.scheduler.explain import eta_fields, explain
+from tssd.services import Services
+from tssd.shim.names import QUEUE, VOLUME
+from tssd.submit import SubmitSpec, parse_submit
+
+log = structlog.get_logger()
+
+
+async def submit(request: web.Request) -> web.Response:
+    svc = services(request)
+    check_accepting(svc)
+    spec = owned(
+        request, parse_submit(await read_json(request), svc.settings.scheduler.default_queue)
+    )
+    await check_paths_off_loop(svc, [spec])
+    with admission(request) as ticket:
+        [(created, row)] = await svc.store.submit([spec])
+        ticket.created = int(created)
+    if created:
+        log.info(
+            "request.submitted",
+            request_id=row.id,
+            kind=row.kind,
+            pnfsid=row.pnfsid,
+            queue=row.queue,
+        )
+    body = {"created": created, "request": request_json(request_view(row))}
+    return web.json_response(body, status=201 if created else 200)
+
+
+async def submit_bulk(request: web.Request) -> web.Response:
+    svc = services(request)
+    check_accepting(svc)
+    body = await read_json(request)
+    entries = body.get("requests") if isinstance(body, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise InvalidRequest('body must be {"requests": [...]} with at least one request')
+    if len(entries) > svc.settings.api.max_bulk:
+        raise InvalidRequest(f"at most {svc.settings.api.max_bulk} requests per bulk submit")
+
+    def validate() -> list[SubmitSpec]:
+        specs = []
+        for index, entry in enumerate(entries):
+            try:
+                spec = parse_submit(entry, svc.settings.scheduler.default_queue)
+            except InvalidRequest as exc:
+                raise InvalidRequest(f"request {index}: {exc}") from exc
+            specs.append(owned(request, spec))
+        return specs
+
+    # Validation and the answer of 100,000 requests are seconds of pure Python: in a worker
+    # thread the interpreter still hands the event loop its turn every few milliseconds.
+    specs = await asyncio.to_thread(validate)
+    await check_paths_off_loop(svc, specs)
+    with admission(request, len(specs)) as ticket:
+        results = await submit_in_chunks(svc, specs)
+        created = ticket.created = sum(1 for c, _ in results if c)
+    log.info("request.bulk_submitted", count=len(specs), created=created)
+
+    def answer() -> bytes:
+        answers = [{"created": c, "request": request_json(request_view(r))} for c, r in results]
+        body = {"results": answers}
+        return json.dumps(body).encode()
+
+    return web.Response(body=await asyncio.to_thread(answer), content_type="application/json")
+
+
+#: Requests per transaction of a bulk submit: the ORM work of one chunk runs on the event
+#: loop, and 1,000 at once held it for hundreds of milliseconds (benchmarks/admission_load.py).
+SUBMIT_CHUNK = 100
+
+
+async def submit_in_chunks(svc: Services, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Any]]:
+    """Record a validated bulk submit one chunk per transaction, letting the loop run
+    between chunks. Each request is recorded whole or not at all; a bulk cut short by a
+    database error is simply sent again, since a submit attaches to the open request."""
+    results: list[tuple[bool, Any]] = []
+    for start in range(0, len(specs), SUBMIT_CHUNK):
+        results.extend(await svc.store.submit(specs[start : start + SUBMIT_CHUNK]))
+        await asyncio.sleep(0)
+    return results
+
+
+async def get_request(request: web.Request) -> web.Response:
+    svc = services(request)
+    view = request_view(await svc.store.get(request_id(request)))
+    return web.json_response({"request": request_json(view) | eta_fields(svc.scheduler, view)})
+
+
+async def why_request(request: web.Request) -> web.Response:
+    svc = services(request)
+    view = request_view(await svc.store.get(request_id(request)))
+    return web.json_response(explain(svc.scheduler, view))
+
+
+async def wait_request(request: web.Request) -> web.Response:
+    svc = services(request)
+    timeout = float(int_param(request, "timeout", 30, hi=86400) or 0)
+    timeout = min(timeout, svc.settings.api.max_wait_s)
+    row, finished = await svc.store.wait(request_id(request), timeout)
+    return web.json_response({"request": request_json(request_view(row)), "finished": finished})
+
+
+async def latest_request(request: web.Request) -> web.Response:
+    kind = request.query.get("kind", "")
+    if kind not in ("recall", "migrate"):
+        raise InvalidRequest("kind must be recall or migrate")
+    pnfsid = pnfsid_param(request.query.get("pnfsid"))
+    found = await services(request).store.latest(kind, pnfsid)
+    if found is None:
+        raise NotFound(f"no {kind} request for {pnfsid}")
+    row, reported = found
+    return web.json_response({"request": request_json(request_view(row)), "reported": reported})
+
+
+async def report_request(request: web.Request) -> web.Response:
+    row = request_view(await services(request).store.mark_reported(request_id(request)))
+    return web.json_response({"request": request_json(row)})
+
+
+async def cancel_request(request: web.Request) -> web.Response:
+    store = services(request).store
+    # Only a pool pays the extra read: the admin may cancel any request.
+    pool = request.get(ROLE) is Role.POOL
+    if pool and not is_own(request, (await store.get(request_id(request))).owner_uid):
+        raise Forbidden("a pool may cancel only the requests it submitted")
+    row = request_view(await store.cancel(request_id(request)))
+    log.info("request.cancelled", request_id=row.id, pnfsid=row.pnfsid)
+    return web.json_response({"request": request_json(row)})
+
+
+async def retry_request(request: web.Request) -> web.Response:
+    row = request_view(await services(request).store.retry(request_id(request)))
+    log.info("request.retried", request_id=row.id, pnfsid=row.pnfsid)
+    return web.json_response({"request": request_json(row)})
+
+
+_STATES = frozenset(state.value for state in State)
+_KINDS = frozenset(kind.value for kind in Kind)
+
+
+async def list_requests(request: web.Request) -> web.Response:
+    q = request.query
+    if q.get("state") and q["state"] not in _STATES:
+        raise InvalidRequest(f"state must be one of {', '.join(sorted(_STATES))}")
+    if q.get("kind") and q["kind"] not in _KINDS:
+        raise InvalidRequest(f"kind must be one of {', '.join(sorted(_KINDS))}")
+    flt = ListFilter(
+        state=q.get("state") or None,
+        kind=q.get("kind") or None,
+        queue=checked_name(QUEUE, q.get("queue")),
+        volume=checked_name(VOLUME, q.get("volume")),
+        pnfsid=pnfsid_param(q["pnfsid"]) if q.get("pnfsid") else None,
+        limit=int_param(request, "limit", 100, lo=1, hi=1000) or 100,
+        after=int_param(request, "after", None),
+    )
+    # One row more than asked tells whether another page follows.
+    rows = await services(request).store.list_requests(replace(flt, limit=flt.limit + 1))
+    nxt = rows[flt.limit - 1].id if len(rows) > flt.limit else None
+    rows = rows[: flt.limit]
+    return web.json_response(
+        {"requests": [request_json(request_view(r)) for r in rows], "next": nxt}
+    )
+
+
+async def query_requests(request: web.Request) -> web.Response:
+    body = await read_json(request)
+    ids = body.get("ids") if isinstance(body, dict) else None
+    if not isinstance(ids, list) or len(ids) > 100_000:
+        raise InvalidRequest('body must be {"ids": [...]} with at most 100000 ids')
+    # Bounded: a database integer is 64 bits (found by the fuzz test, docs/reliability.md).
+    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 2**63 for i in ids):
+        raise InvalidRequest("ids must be integers between 0 and 2**63-1")
+    result = await services(request).store.query(ids)
+    result["failed"] = [request_json(request_view(r)) for r in result["failed"]]
+    return web.json_response(result)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/requests", submit)
+    app.router.add_post("/v1/requests/bulk", submit_bulk)
+    app.router.add_post("/v1/requests/query", query_requests)
+    app.router.add_get("/v1/requests", list_requests)
+    # Before /v1/requests/{id}, which would otherwise take "latest" for an id.
+    app.router.add_get("/v1/requests/latest", latest_request)
+    app.router.add_get("/v1/requests/{id}", get_request)
+    app.router.add_get("/v1/requests/{id}/wait", wait_request)
+    app.router.add_get("/v1/requests/{id}/why", why_request)
+    app.router.add_post("/v1/requests/{id}/cancel", cancel_request)
+    app.router.add_post("/v1/requests/{id}/retry", retry_request)
+    app.router.add_post("/v1/requests/{id}/reported", report_request)
