@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
 from tssd.db.engine import create_engine, session_factory
-from tssd.db.interface import RequestStoreInterface
+from tssd.db.interface import RequestStoreInterface, SchedulingClaims
 from tssd.db.memory import MemoryStore
 from tssd.db.models import Base, QueueRow, RequestEvent
 from tssd.db.store import ListFilter, RequestStore
@@ -442,26 +442,69 @@ async def test_the_poll_index_follows_every_change(store: RequestStoreInterface)
     assert store.polls.lookup("recall", "0002") is None
 
 
+# -- claims: the successors of claim(select), on every store that has them yet -----------------
+
+
+@pytest.fixture
+def claims(store: RequestStoreInterface) -> SchedulingClaims:
+    scheduling = getattr(store, "scheduling", None)
+    if scheduling is None:
+        pytest.skip(f"{type(store).__name__} has no scheduling claims on this branch")
+    return cast(SchedulingClaims, scheduling)
+
+
 async def test_claim_recalls_takes_queued_recalls_of_a_volume_in_order(
-    store: RequestStoreInterface,
+    store: RequestStoreInterface, claims: SchedulingClaims
 ) -> None:
-    """The intended successor of ``claim(select)`` (tssd.db.interface.RecallClaims)."""
-    claim_recalls = getattr(store, "claim_recalls", None)
-    if claim_recalls is None:
-        pytest.skip(f"{type(store).__name__} has no claim_recalls yet")
-    queued = [("a", 0), ("a", 5), ("b", 5), ("a", 5), ("c", 5)]
+    queued = [("a", 0), ("a", 5), ("b", 5), ("a", 5), ("c", 5), ("a", 5)]
     specs = [recall(f"000{i}", queue=q, priority=p) for i, (q, p) in enumerate(queued)]
+    specs[5] = recall("0005", path="/full/fs/0005", queue="a", priority=5)
     ids = await submit(store, *specs)
     await store.set_locations({i: ("VOL001", 50 - 10 * n) for n, i in enumerate(ids)})
     await store.transition([ids[3]], OPEN, State.CANCELLED)
     store.instance = "me"
-    claimed = await claim_recalls(
-        "d1", "VOL001", frozenset({"a", "c"}), 5, None, 10, paused=frozenset({"c"})
-    )
+    claimed = await claims.claim_recalls(
+        "VOL001", "d1", 10, queues=frozenset({"a", "c"}), paused=frozenset({"c"}),
+        held=("/full/",), min_priority=5,
+    )  # fmt: skip
     assert [r.id for r in claimed] == [ids[1]]
+    assert (claimed[0].state, claimed[0].drive) == ("active", "d1")
     row = await store.get(ids[1])
     assert (row.state, row.drive, row.attempts, row.instance) == ("active", "d1", 1, "me")
+    assert row.started_at is not None
     assert (await history(store, ids[1]))[-1] == ("queued", "active", "d1")
-    rest = await claim_recalls("d1", "VOL001", None, None, 25, 1)
-    assert [r.id for r in rest] == [ids[2]]  # position 30: the first beyond 25
-    assert await claim_recalls("d1", "VOL002", None, None, None, 10) == []
+    # Left: ids[0] at 50, ids[2] at 30, ids[4] at 10, ids[5] at 0 (held no more).
+    assert [r.id for r in await claims.claim_recalls("VOL001", "d1", 1, after=25)] == [ids[2]]
+    by_id = await claims.claim_recalls("VOL001", "d2", 2, by_position=False)
+    assert [r.id for r in by_id] == [ids[0], ids[4]]
+    assert await claims.claim_recalls("VOL002", "d1", 10) == []
+    assert await claims.claim_recalls("VOL001", "d1", 0) == []
+
+
+async def test_claim_migrations_takes_the_highest_priority_first(
+    store: RequestStoreInterface, claims: SchedulingClaims
+) -> None:
+    ids = await submit(
+        store, migrate("0001"), migrate("0002", priority=9), migrate("0003", queue="p"),
+        migrate("0004", storage_class="cms:raw"), migrate("0005"),
+    )  # fmt: skip
+    claimed = await claims.claim_migrations("atlas:raw", "d1", 2, paused=frozenset({"p"}))
+    assert [r.id for r in claimed] == [ids[1], ids[0]]
+    assert [r.id for r in await claims.claim_migrations("atlas:raw", "d1", 5)] == [ids[2], ids[4]]
+    assert (await history(store, ids[1]))[-1] == ("queued", "active", "d1")
+
+
+async def test_claim_removals_and_ids_take_only_queued_requests(
+    store: RequestStoreInterface, claims: SchedulingClaims
+) -> None:
+    removals = [parse_submit({"kind": "remove", "bfid": f"B{i}"}) for i in range(3)]
+    ids = await submit(store, *removals, recall("0001"), recall("0002"))
+    await store.transition([ids[0]], OPEN, State.CANCELLED)
+    claimed = await claims.claim_removals(1)
+    assert [(r.id, r.state, r.drive) for r in claimed] == [(ids[1], "active", None)]
+    assert await claims.claim_ids([ids[0], ids[1]]) == []  # cancelled, claimed already
+    taken = await claims.claim_ids([ids[3], ids[4], 999_999], "d1")
+    assert sorted(r.id for r in taken) == ids[3:]
+    assert [await state_of(store, i) for i in ids] == [
+        "cancelled", "active", "queued", "active", "active"
+    ]  # fmt: skip

@@ -19,7 +19,7 @@ on all three. The rules every implementation keeps:
 Left out, being SQL-specific or about to change: ``sessions``, ``engine``, ``postgres``
 and ``tally`` (the other ``db/`` stores are built from them), and ``claim(select)``,
 which takes a statement its caller built; its successor's intended shape is
-:class:`RecallClaims`.
+:class:`SchedulingClaims`.
 """
 
 from __future__ import annotations
@@ -172,29 +172,51 @@ class RequestStoreInterface(Protocol):
         ...
 
 
-class RecallClaims(Protocol):
-    """The intended successor of ``RequestStore.claim(select)`` for recall sessions
-    (issue 19: ``claim_recalls(volume, queues, min_priority, after, limit)``).
+class SchedulingClaims(Protocol):
+    """The scheduler's claims: ``store.scheduling`` (:mod:`tssd.db.scheduling`).
 
-    Not implemented by :class:`~tssd.db.store.RequestStore` yet (its queries are moving
-    into ``db/``); :class:`~tssd.db.memory.MemoryStore` implements it, and the contract
-    suite runs it on every store that has it.
+    The successors of ``RequestStore.claim(select)``, whose caller built the statement,
+    in the shape the gateway work of issue 19 gives them (``claim_recalls(volume, queues,
+    min_priority, after, limit)``). This branch's :class:`~tssd.db.store.RequestStore` has
+    no ``scheduling`` yet; :class:`~tssd.db.memory.MemoryStore` has, and the contract suite
+    runs these on every store that has them.
+
+    Every claim moves the requests it selects from queued to active in one step and
+    returns them, active, in the order stated: ``drive`` set, ``attempts`` + 1,
+    ``started_at`` now, ``instance`` the store's, an event ``queued -> active`` (reason:
+    the drive). A request claimed concurrently (by another daemon on PostgreSQL) is
+    skipped, never claimed twice. Requests of *paused* queues are never claimed.
     """
 
     async def claim_recalls(
         self,
-        drive: str,
         volume: str,
-        queues: frozenset[str] | None,
-        min_priority: int | None,
-        after: int | None,
+        drive: str,
         limit: int,
         *,
+        queues: frozenset[str] | None = None,
         paused: frozenset[str] = frozenset(),
+        held: Sequence[str] = (),
+        min_priority: int | None = None,
+        after: int | None = None,
+        by_position: bool = True,
     ) -> list[Request]:
-        """Move up to *limit* queued recalls of *volume* to active on *drive* and return
-        them in (position, id) order: of *queues* (None: any) but not *paused*, priority
-        at least *min_priority*, position beyond *after* (when given). Each gets
-        ``attempts + 1``, ``started_at``, :attr:`instance` and a ``queued -> active``
-        event; a request claimed concurrently elsewhere is skipped, never taken twice."""
+        """Up to *limit* queued recalls of *volume*: of *queues* (None: any), not under a
+        *held* path prefix (a nearly full file system), of priority >= *min_priority*
+        and position > *after* when given; in (position, id) order, else id order."""
+        ...
+
+    async def claim_migrations(
+        self, storage_class: str, drive: str, limit: int, *, paused: frozenset[str] = frozenset()
+    ) -> list[Request]:
+        """Up to *limit* queued migrations of *storage_class*, highest priority first, then
+        oldest."""
+        ...
+
+    async def claim_removals(self, limit: int) -> list[Request]:
+        """Up to *limit* queued removals, oldest first; no drive (catalog work)."""
+        ...
+
+    async def claim_ids(self, ids: Iterable[int], drive: str | None = None) -> list[Request]:
+        """Those of *ids* still queued (in no particular order)."""
         ...

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 
+from tssd.db.memory_scheduling import MemoryScheduling
 from tssd.db.models import Request, utcnow
 from tssd.db.notifier import Notifier
 from tssd.db.polls import REPORTED, Obtained, PollIndex, adoptable, new_request, on_tape_already
@@ -33,7 +34,7 @@ from tssd.errors import Conflict, NotFound
 from tssd.submit import SubmitSpec
 
 if TYPE_CHECKING:
-    from tssd.db.interface import RecallClaims, RequestStoreInterface
+    from tssd.db.interface import RequestStoreInterface, SchedulingClaims
 
 #: Every column attribute of a request, with its value before anything sets it.
 _BLANK: dict[str, Any] = {attr.key: None for attr in Request.__mapper__.column_attrs}
@@ -68,6 +69,8 @@ class MemoryStore:
         self._events: list[Event] = []
         self._queues: dict[str, dict[str, Any]] = {}
         self._next_id = 1
+        #: The scheduler's claims, as ``RequestStore.scheduling`` (tssd.db.scheduling).
+        self.scheduling = MemoryScheduling(self._rows, self._claim)
 
     # -- test set-up and inspection (not part of the interface) -------------------------
 
@@ -332,33 +335,8 @@ class MemoryStore:
             if request_id in self._rows:
                 self._rows[request_id].update(volume=volume, position=position)
 
-    async def claim_recalls(
-        self,
-        drive: str,
-        volume: str,
-        queues: frozenset[str] | None,
-        min_priority: int | None,
-        after: int | None,
-        limit: int,
-        *,
-        paused: frozenset[str] = frozenset(),
-    ) -> list[Request]:
-        """See :class:`tssd.db.interface.RecallClaims`."""
-        candidates = [
-            v
-            for v in self._rows.values()
-            if v["kind"] == Kind.RECALL
-            and v["state"] == State.QUEUED
-            and v["volume"] == volume
-            and (queues is None or v["queue"] in queues)
-            and v["queue"] not in paused
-            and (min_priority is None or v["priority"] >= min_priority)
-            and (after is None or (v["position"] is not None and v["position"] > after))
-        ]
-        candidates.sort(key=lambda v: (v["position"] is None, v["position"] or 0, v["id"]))
-        return self._claim([v["id"] for v in candidates[: max(limit, 0)]], drive)
-
     def _claim(self, ids: Sequence[int], drive: str | None) -> list[Request]:
+        """Move queued *ids* to active on *drive* (the one write of every claim)."""
         now = utcnow()
         for request_id in ids:
             row = self._rows[request_id]
@@ -386,5 +364,5 @@ if TYPE_CHECKING:
     def _conforms(memory: MemoryStore, sql: RequestStore) -> None:
         """For mypy: both stores have the interface's signatures, and this one the claims'."""
         stores: list[RequestStoreInterface] = [memory, sql]
-        claims: RecallClaims = memory
+        claims: SchedulingClaims = memory.scheduling
         del stores, claims
