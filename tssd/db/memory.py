@@ -28,13 +28,14 @@ from tssd.db.memory_scheduling import MemoryScheduling
 from tssd.db.models import Request, utcnow
 from tssd.db.notifier import Notifier
 from tssd.db.polls import REPORTED, Obtained, PollIndex, adoptable, new_request, on_tape_already
-from tssd.db.store import ListFilter, RequestStore
+from tssd.db.store import ListFilter
 from tssd.domain import OPEN_STATES, Kind, State
 from tssd.errors import Conflict, NotFound
 from tssd.submit import SubmitSpec
 
 if TYPE_CHECKING:
     from tssd.db.interface import RequestStoreInterface, SchedulingClaims
+    from tssd.db.store import RequestStore
 
 #: Every column attribute of a request, with its value before anything sets it.
 _BLANK: dict[str, Any] = {attr.key: None for attr in Request.__mapper__.column_attrs}
