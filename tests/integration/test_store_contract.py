@@ -16,7 +16,12 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
 from tssd.db.engine import create_engine, session_factory
-from tssd.db.interface import RequestStoreInterface, SchedulingClaims
+from tssd.db.interface import (
+    CandidateReads,
+    QueueSettings,
+    RequestStoreInterface,
+    SchedulingClaims,
+)
 from tssd.db.memory import MemoryStore
 from tssd.db.models import Base, QueueRow, RequestEvent
 from tssd.db.store import ListFilter, RequestStore
@@ -508,3 +513,82 @@ async def test_claim_removals_and_ids_take_only_queued_requests(
     assert [await state_of(store, i) for i in ids] == [
         "cancelled", "active", "queued", "active", "active"
     ]  # fmt: skip
+
+
+# -- the scheduler's reads and queue rows, on every store that has them yet -------------------
+
+
+@pytest.fixture
+def reads(store: RequestStoreInterface) -> CandidateReads:
+    scheduling = getattr(store, "scheduling", None)
+    if not hasattr(scheduling, "recall_volumes"):
+        pytest.skip(f"{type(store).__name__} has no scheduling reads on this branch")
+    return cast(CandidateReads, scheduling)
+
+
+async def located(store: RequestStoreInterface, *rows: tuple[str, str | None, int]) -> list[int]:
+    """Submit one recall per (pnfsid, volume, priority); positions follow the order."""
+    specs = [recall(p, priority=prio) for p, _, prio in rows]
+    ids = await submit(store, *specs)
+    where = {i: (vol, n) for n, (i, (_, vol, _)) in enumerate(zip(ids, rows, strict=True)) if vol}
+    await store.set_locations(where)
+    return ids
+
+
+async def test_recall_volumes_and_unlocated_read_the_queue(
+    store: RequestStoreInterface, reads: CandidateReads
+) -> None:
+    ids = await located(
+        store, ("0001", "VOL1", 0), ("0002", "VOL1", 5), ("0003", "VOL2", 1), ("0004", None, 0),
+        ("0005", "VOL3", 9), ("0006", "VOL3", -3), ("0007", None, 0),
+    )  # fmt: skip
+    await activate(store, [ids[4]])
+    held = await store.submit([recall("0008", path="/full/fs/0008")])
+    await store.set_locations({held[0][1].id: ("VOL4", 0)})
+    assert sorted(await reads.recall_volumes(frozenset(), ("/full/",))) == [
+        ("VOL1", 5, ids[0]), ("VOL2", 1, ids[2]), ("VOL3", -3, ids[5])
+    ]  # fmt: skip
+    first = await reads.recall_volumes(frozenset({"default"}), (), first=2)
+    assert first == []  # every recall is of the paused queue
+    assert await reads.recall_volumes(frozenset(), (), first=2) == [
+        ("VOL1", 0, ids[0]), ("VOL1", 5, ids[1])
+    ]  # fmt: skip
+    assert [r.id for r in await reads.unlocated(1)] == [ids[3]]
+    assert [r.id for r in await reads.unlocated(10)] == [ids[3], ids[6]]
+    await store.transition([ids[2]], OPEN, State.DONE)
+    assert await reads.volumes_with_recalls(["VOL1", "VOL2", "VOL3", "VOL9"]) == {"VOL1", "VOL3"}
+    pending = {row[:6] async for row in reads.pending_recalls()}
+    assert pending == {
+        (ids[0], "VOL1", 0, None, 0, "default"), (ids[1], "VOL1", 1, None, 5, "default"),
+        (ids[5], "VOL3", 5, None, -3, "default"), (held[0][1].id, "VOL4", 0, None, 0, "default"),
+    }  # fmt: skip
+
+
+async def test_migration_reads_leave_out_paused_queues(
+    store: RequestStoreInterface, reads: CandidateReads
+) -> None:
+    ids = await submit(
+        store, migrate("0001"), migrate("0002", size=30), migrate("0003", queue="p"),
+        migrate("0004", storage_class="cms:raw", checksum=None), migrate("0005"),
+    )  # fmt: skip
+    await store.transition([ids[4]], ("queued",), State.QUEUED, values={"attempts": 1})
+    paused = frozenset({"p"})
+    assert [r.id for r in await reads.unwritten_migrations(paused, 10)] == ids[:2]
+    assert [r.id for r in await reads.unwritten_migrations(frozenset(), 2)] == ids[:2]
+    groups = await reads.migration_groups(paused)
+    assert sorted(g[:3] for g in groups) == [("atlas:raw", 3, 50), ("cms:raw", 1, 10)]
+    assert all(g[3] is not None for g in groups)
+
+
+async def test_queue_settings_list_rows_and_paused_names(store: RequestStoreInterface) -> None:
+    settings = getattr(store, "queue_settings", None)
+    if settings is None:
+        pytest.skip(f"{type(store).__name__} has no queue_settings on this branch")
+    queues = cast(QueueSettings, settings)
+    assert await queues.paused() == frozenset()
+    await set_queue(store, "atlas", priority=2, paused=True)
+    await set_queue(store, "cms")
+    assert sorted((q.name, q.priority, q.paused) for q in await queues.rows()) == [
+        ("atlas", 2, True), ("cms", 0, False)
+    ]  # fmt: skip
+    assert await queues.paused() == frozenset({"atlas"})

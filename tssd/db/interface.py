@@ -19,15 +19,17 @@ on all three. The rules every implementation keeps:
 Left out, being SQL-specific or about to change: ``sessions``, ``engine``, ``postgres``
 and ``tally`` (the other ``db/`` stores are built from them), and ``claim(select)``,
 which takes a statement its caller built; its successor's intended shape is
-:class:`SchedulingClaims`.
+:class:`SchedulingClaims` (with :class:`CandidateReads` and :class:`QueueSettings`,
+the other parts of the scheduler's gateway that the in-memory store has already).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from tssd.db.models import Request
+from tssd.db.models import QueueRow, Request
 from tssd.db.notifier import Notifier
 from tssd.db.polls import Obtained, PollIndex
 from tssd.db.store import ListFilter
@@ -36,6 +38,9 @@ from tssd.submit import SubmitSpec
 
 #: (kind, queue, state, count), as :meth:`RequestStoreInterface.counts` returns them.
 CountRow = tuple[str, str, str, int]
+#: A queued, located recall as the planner loads it (``tssd.db.scheduling.PendingRow``):
+#: id, volume, position, size, priority, queue, created_at.
+PendingRow = tuple[int, str | None, int | None, int | None, int | None, str | None, datetime]
 
 
 @runtime_checkable
@@ -172,6 +177,48 @@ class RequestStoreInterface(Protocol):
         ...
 
 
+class CandidateReads(Protocol):
+    """The scheduler's reads of the queue: ``store.scheduling`` (:mod:`tssd.db.scheduling`).
+
+    In the shape the gateway work of issue 19 gives them; like :class:`SchedulingClaims`,
+    on this branch only :class:`~tssd.db.memory.MemoryStore` has them. A queued request
+    of a *paused* queue, or a recall under a *held* path prefix, is never a candidate.
+    """
+
+    async def recall_volumes(
+        self, paused: frozenset[str], held: Sequence[str], *, first: int | None = None
+    ) -> list[tuple[str | None, int | None, int]]:
+        """``(volume, priority, id)`` of queued, located recalls: with *first*, the first
+        *first* of them in id order; without, one row per volume with its highest
+        priority and its lowest id (in no order)."""
+        ...
+
+    async def unlocated(self, limit: int) -> list[Request]:
+        """Up to *limit* queued recalls without a volume, oldest first."""
+        ...
+
+    async def volumes_with_recalls(self, candidates: Sequence[str]) -> set[str]:
+        """Those of *candidates* that have recalls queued or active."""
+        ...
+
+    async def unwritten_migrations(self, paused: frozenset[str], limit: int) -> list[Request]:
+        """Up to *limit* queued migrations with a checksum and no attempt yet, oldest
+        first: the ones whose file may be on tape already."""
+        ...
+
+    async def migration_groups(
+        self, paused: frozenset[str]
+    ) -> list[tuple[str | None, int, int | None, datetime | None]]:
+        """``(storage class, files, bytes, oldest created_at)`` of queued migrations, one
+        row per storage class (in no order); bytes None when no size is known."""
+        ...
+
+    def pending_recalls(self) -> AsyncIterator[PendingRow]:
+        """Every queued, located recall as ``(id, volume, position, size, priority, queue,
+        created_at)``, in no order."""
+        ...
+
+
 class SchedulingClaims(Protocol):
     """The scheduler's claims: ``store.scheduling`` (:mod:`tssd.db.scheduling`).
 
@@ -219,4 +266,17 @@ class SchedulingClaims(Protocol):
 
     async def claim_ids(self, ids: Iterable[int], drive: str | None = None) -> list[Request]:
         """Those of *ids* still queued (in no particular order)."""
+        ...
+
+
+class QueueSettings(Protocol):
+    """The queue rows the scheduler reads: ``store.queue_settings`` (:mod:`tssd.db.queues`,
+    of the gateway work; only :class:`~tssd.db.memory.MemoryStore` has it on this branch)."""
+
+    async def rows(self) -> list[QueueRow]:
+        """Every configured queue."""
+        ...
+
+    async def paused(self) -> frozenset[str]:
+        """Names of the queues an operator paused."""
         ...

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import IntegrityError
 
 from tssd.db.memory_scheduling import MemoryScheduling
-from tssd.db.models import Request, utcnow
+from tssd.db.models import QueueRow, Request, utcnow
 from tssd.db.notifier import Notifier
 from tssd.db.polls import REPORTED, Obtained, PollIndex, adoptable, new_request, on_tape_already
 from tssd.db.store import ListFilter
@@ -34,12 +34,30 @@ from tssd.errors import Conflict, NotFound
 from tssd.submit import SubmitSpec
 
 if TYPE_CHECKING:
-    from tssd.db.interface import RequestStoreInterface, SchedulingClaims
+    from tssd.db.interface import (
+        CandidateReads,
+        QueueSettings,
+        RequestStoreInterface,
+        SchedulingClaims,
+    )
     from tssd.db.store import RequestStore
 
 #: Every column attribute of a request, with its value before anything sets it.
 _BLANK: dict[str, Any] = {attr.key: None for attr in Request.__mapper__.column_attrs}
 _FILTERED = ("state", "kind", "queue", "volume", "pnfsid")
+
+
+class MemoryQueues:
+    """The queue rows of a :class:`MemoryStore` (``QueueStore`` of tssd.db.queues)."""
+
+    def __init__(self, queues: dict[str, dict[str, Any]]) -> None:
+        self._queues = queues
+
+    async def rows(self) -> list[QueueRow]:
+        return [QueueRow(**q) for _, q in sorted(self._queues.items())]
+
+    async def paused(self) -> frozenset[str]:
+        return frozenset(name for name, q in self._queues.items() if q["paused"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +88,10 @@ class MemoryStore:
         self._events: list[Event] = []
         self._queues: dict[str, dict[str, Any]] = {}
         self._next_id = 1
-        #: The scheduler's claims, as ``RequestStore.scheduling`` (tssd.db.scheduling).
+        #: The scheduler's reads and claims, as ``RequestStore.scheduling``
+        #: (tssd.db.scheduling) of the gateway work, and its queue rows.
         self.scheduling = MemoryScheduling(self._rows, self._claim)
+        self.queue_settings = MemoryQueues(self._queues)
 
     # -- test set-up and inspection (not part of the interface) -------------------------
 
@@ -366,4 +386,6 @@ if TYPE_CHECKING:
         """For mypy: both stores have the interface's signatures, and this one the claims'."""
         stores: list[RequestStoreInterface] = [memory, sql]
         claims: SchedulingClaims = memory.scheduling
-        del stores, claims
+        reads: CandidateReads = memory.scheduling
+        queues: QueueSettings = memory.queue_settings
+        del stores, claims, reads, queues
