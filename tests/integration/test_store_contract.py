@@ -2,105 +2,42 @@
 
 Each test runs on SQLite, on PostgreSQL (skipped without a server, a failure under
 ``CI=true``) and on the in-memory store, so the memory store stays a faithful stand-in
-for tests that use it instead of a database.
+for tests that use it instead of a database. The scheduler's reads and claims:
+test_store_contract_scheduling.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
-from typing import Any, cast
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
-from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
-
-from tssd.db.engine import create_engine, session_factory
-from tssd.db.interface import (
-    CandidateReads,
-    QueueSettings,
-    RequestStoreInterface,
-    SchedulingClaims,
+from store_contract import (
+    OPEN,
+    STORES,
+    activate,
+    history,
+    migrate,
+    open_store,
+    recall,
+    set_queue,
+    state_of,
+    submit,
 )
-from tssd.db.memory import MemoryStore
-from tssd.db.models import Base, QueueRow, RequestEvent
-from tssd.db.store import ListFilter, RequestStore
+
+from tssd.db.interface import RequestStoreInterface
+from tssd.db.store import ListFilter
 from tssd.domain import State
 from tssd.errors import Conflict, NotFound
-from tssd.submit import SubmitSpec, parse_submit
-
-OPEN = ("queued", "active")
+from tssd.submit import parse_submit
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("sqlite", id="sqlite"),
-        pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
-        pytest.param("memory", id="memory"),
-    ]
-)
+@pytest.fixture(params=STORES)
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[RequestStoreInterface]:
-    if request.param == "memory":
-        yield MemoryStore()
-        return
-    url: str = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
-    engine = create_engine(url)
-    try:
-        async with engine.begin() as conn:
-            await conn.run_sync(Base.metadata.create_all)
-        yield RequestStore(session_factory(engine), postgres=request.param == "postgres")
-    finally:
-        await engine.dispose()
-
-
-# -- what the interface does not cover: set-up and inspection per implementation -----------
-
-
-async def history(store: RequestStoreInterface, request_id: int) -> list[tuple[Any, ...]]:
-    """(from_state, to_state, reason) of each event of *request_id*, oldest first."""
-    if isinstance(store, MemoryStore):
-        return [(e.from_state, e.to_state, e.reason) for e in store.events(request_id)]
-    assert isinstance(store, RequestStore)
-    stmt = (
-        select(RequestEvent.from_state, RequestEvent.to_state, RequestEvent.reason)
-        .where(RequestEvent.request_id == request_id)
-        .order_by(RequestEvent.id)
-    )
-    async with store.sessions() as session:
-        return [tuple(row) for row in (await session.execute(stmt)).all()]
-
-
-async def set_queue(store: RequestStoreInterface, name: str, **values: Any) -> None:
-    if isinstance(store, MemoryStore):
-        store.set_queue(name, **values)
-        return
-    assert isinstance(store, RequestStore)
-    async with store.sessions.begin() as session:
-        await session.execute(insert(QueueRow).values(name=name, **values))
-
-
-def recall(pnfsid: str = "00AA", path: str | None = None, **extra: Any) -> SubmitSpec:
-    body = {"kind": "recall", "pnfsid": pnfsid, "path": path or f"/pool/{pnfsid}", **extra}
-    return parse_submit(body)
-
-
-def migrate(pnfsid: str = "00BB", **extra: Any) -> SubmitSpec:
-    body = {"kind": "migrate", "pnfsid": pnfsid, "path": f"/pool/{pnfsid}", "size": 10,
-            "storage_class": "atlas:raw", "checksum": "0000abcd", **extra}  # fmt: skip
-    return parse_submit(body)
-
-
-async def submit(store: RequestStoreInterface, *specs: SubmitSpec) -> list[int]:
-    return [row.id for _, row in await store.submit(specs)]
-
-
-async def activate(store: RequestStoreInterface, ids: Sequence[int], **values: Any) -> None:
-    moved = await store.transition(ids, ("queued",), State.ACTIVE, values=values)
-    assert moved == list(ids)
-
-
-async def state_of(store: RequestStoreInterface, request_id: int) -> str:
-    return (await store.get(request_id)).state
+    async with open_store(request) as opened:
+        yield opened
 
 
 async def test_the_store_has_every_member_of_the_interface(store: RequestStoreInterface) -> None:
@@ -445,150 +382,3 @@ async def test_the_poll_index_follows_every_change(store: RequestStoreInterface)
     assert store.polls.lookup("recall", "00AA") is None
     await submit(store, recall("0002"), recall("0003"))  # a batch is not indexed
     assert store.polls.lookup("recall", "0002") is None
-
-
-# -- claims: the successors of claim(select), on every store that has them yet -----------------
-
-
-@pytest.fixture
-def claims(store: RequestStoreInterface) -> SchedulingClaims:
-    scheduling = getattr(store, "scheduling", None)
-    if scheduling is None:
-        pytest.skip(f"{type(store).__name__} has no scheduling claims on this branch")
-    return cast(SchedulingClaims, scheduling)
-
-
-async def test_claim_recalls_takes_queued_recalls_of_a_volume_in_order(
-    store: RequestStoreInterface, claims: SchedulingClaims
-) -> None:
-    queued = [("a", 0), ("a", 5), ("b", 5), ("a", 5), ("c", 5), ("a", 5)]
-    specs = [recall(f"000{i}", queue=q, priority=p) for i, (q, p) in enumerate(queued)]
-    specs[5] = recall("0005", path="/full/fs/0005", queue="a", priority=5)
-    ids = await submit(store, *specs)
-    await store.set_locations({i: ("VOL001", 50 - 10 * n) for n, i in enumerate(ids)})
-    await store.transition([ids[3]], OPEN, State.CANCELLED)
-    store.instance = "me"
-    claimed = await claims.claim_recalls(
-        "VOL001", "d1", 10, queues=frozenset({"a", "c"}), paused=frozenset({"c"}),
-        held=("/full/",), min_priority=5,
-    )  # fmt: skip
-    assert [r.id for r in claimed] == [ids[1]]
-    assert (claimed[0].state, claimed[0].drive) == ("active", "d1")
-    row = await store.get(ids[1])
-    assert (row.state, row.drive, row.attempts, row.instance) == ("active", "d1", 1, "me")
-    assert row.started_at is not None
-    assert (await history(store, ids[1]))[-1] == ("queued", "active", "d1")
-    # Left: ids[0] at 50, ids[2] at 30, ids[4] at 10, ids[5] at 0 (held no more).
-    assert [r.id for r in await claims.claim_recalls("VOL001", "d1", 1, after=25)] == [ids[2]]
-    by_id = await claims.claim_recalls("VOL001", "d2", 2, by_position=False)
-    assert [r.id for r in by_id] == [ids[0], ids[4]]
-    assert await claims.claim_recalls("VOL002", "d1", 10) == []
-    assert await claims.claim_recalls("VOL001", "d1", 0) == []
-
-
-async def test_claim_migrations_takes_the_highest_priority_first(
-    store: RequestStoreInterface, claims: SchedulingClaims
-) -> None:
-    ids = await submit(
-        store, migrate("0001"), migrate("0002", priority=9), migrate("0003", queue="p"),
-        migrate("0004", storage_class="cms:raw"), migrate("0005"),
-    )  # fmt: skip
-    claimed = await claims.claim_migrations("atlas:raw", "d1", 2, paused=frozenset({"p"}))
-    assert [r.id for r in claimed] == [ids[1], ids[0]]
-    assert [r.id for r in await claims.claim_migrations("atlas:raw", "d1", 5)] == [ids[2], ids[4]]
-    assert (await history(store, ids[1]))[-1] == ("queued", "active", "d1")
-
-
-async def test_claim_removals_and_ids_take_only_queued_requests(
-    store: RequestStoreInterface, claims: SchedulingClaims
-) -> None:
-    removals = [parse_submit({"kind": "remove", "bfid": f"B{i}"}) for i in range(3)]
-    ids = await submit(store, *removals, recall("0001"), recall("0002"))
-    await store.transition([ids[0]], OPEN, State.CANCELLED)
-    claimed = await claims.claim_removals(1)
-    assert [(r.id, r.state, r.drive) for r in claimed] == [(ids[1], "active", None)]
-    assert await claims.claim_ids([ids[0], ids[1]]) == []  # cancelled, claimed already
-    taken = await claims.claim_ids([ids[3], ids[4], 999_999], "d1")
-    assert sorted(r.id for r in taken) == ids[3:]
-    assert [await state_of(store, i) for i in ids] == [
-        "cancelled", "active", "queued", "active", "active"
-    ]  # fmt: skip
-
-
-# -- the scheduler's reads and queue rows, on every store that has them yet -------------------
-
-
-@pytest.fixture
-def reads(store: RequestStoreInterface) -> CandidateReads:
-    scheduling = getattr(store, "scheduling", None)
-    if not hasattr(scheduling, "recall_volumes"):
-        pytest.skip(f"{type(store).__name__} has no scheduling reads on this branch")
-    return cast(CandidateReads, scheduling)
-
-
-async def located(store: RequestStoreInterface, *rows: tuple[str, str | None, int]) -> list[int]:
-    """Submit one recall per (pnfsid, volume, priority); positions follow the order."""
-    specs = [recall(p, priority=prio) for p, _, prio in rows]
-    ids = await submit(store, *specs)
-    where = {i: (vol, n) for n, (i, (_, vol, _)) in enumerate(zip(ids, rows, strict=True)) if vol}
-    await store.set_locations(where)
-    return ids
-
-
-async def test_recall_volumes_and_unlocated_read_the_queue(
-    store: RequestStoreInterface, reads: CandidateReads
-) -> None:
-    ids = await located(
-        store, ("0001", "VOL1", 0), ("0002", "VOL1", 5), ("0003", "VOL2", 1), ("0004", None, 0),
-        ("0005", "VOL3", 9), ("0006", "VOL3", -3), ("0007", None, 0),
-    )  # fmt: skip
-    await activate(store, [ids[4]])
-    held = await store.submit([recall("0008", path="/full/fs/0008")])
-    await store.set_locations({held[0][1].id: ("VOL4", 0)})
-    assert sorted(await reads.recall_volumes(frozenset(), ("/full/",))) == [
-        ("VOL1", 5, ids[0]), ("VOL2", 1, ids[2]), ("VOL3", -3, ids[5])
-    ]  # fmt: skip
-    first = await reads.recall_volumes(frozenset({"default"}), (), first=2)
-    assert first == []  # every recall is of the paused queue
-    assert await reads.recall_volumes(frozenset(), (), first=2) == [
-        ("VOL1", 0, ids[0]), ("VOL1", 5, ids[1])
-    ]  # fmt: skip
-    assert [r.id for r in await reads.unlocated(1)] == [ids[3]]
-    assert [r.id for r in await reads.unlocated(10)] == [ids[3], ids[6]]
-    await store.transition([ids[2]], OPEN, State.DONE)
-    assert await reads.volumes_with_recalls(["VOL1", "VOL2", "VOL3", "VOL9"]) == {"VOL1", "VOL3"}
-    pending = {row[:6] async for row in reads.pending_recalls()}
-    assert pending == {
-        (ids[0], "VOL1", 0, None, 0, "default"), (ids[1], "VOL1", 1, None, 5, "default"),
-        (ids[5], "VOL3", 5, None, -3, "default"), (held[0][1].id, "VOL4", 0, None, 0, "default"),
-    }  # fmt: skip
-
-
-async def test_migration_reads_leave_out_paused_queues(
-    store: RequestStoreInterface, reads: CandidateReads
-) -> None:
-    ids = await submit(
-        store, migrate("0001"), migrate("0002", size=30), migrate("0003", queue="p"),
-        migrate("0004", storage_class="cms:raw", checksum=None), migrate("0005"),
-    )  # fmt: skip
-    await store.transition([ids[4]], ("queued",), State.QUEUED, values={"attempts": 1})
-    paused = frozenset({"p"})
-    assert [r.id for r in await reads.unwritten_migrations(paused, 10)] == ids[:2]
-    assert [r.id for r in await reads.unwritten_migrations(frozenset(), 2)] == ids[:2]
-    groups = await reads.migration_groups(paused)
-    assert sorted(g[:3] for g in groups) == [("atlas:raw", 3, 50), ("cms:raw", 1, 10)]
-    assert all(g[3] is not None for g in groups)
-
-
-async def test_queue_settings_list_rows_and_paused_names(store: RequestStoreInterface) -> None:
-    settings = getattr(store, "queue_settings", None)
-    if settings is None:
-        pytest.skip(f"{type(store).__name__} has no queue_settings on this branch")
-    queues = cast(QueueSettings, settings)
-    assert await queues.paused() == frozenset()
-    await set_queue(store, "atlas", priority=2, paused=True)
-    await set_queue(store, "cms")
-    assert sorted((q.name, q.priority, q.paused) for q in await queues.rows()) == [
-        ("atlas", 2, True), ("cms", 0, False)
-    ]  # fmt: skip
-    assert await queues.paused() == frozenset({"atlas"})
