@@ -85,7 +85,11 @@ class MemoryStore:
         self._rows: dict[int, dict[str, Any]] = {}
         #: (kind, key) -> id of its open request: the ``uq_requests_open_key`` index.
         self._open: dict[tuple[str, str], int] = {}
-        self._events: list[Event] = []
+        #: History per request id; and the newest ids per (kind, pnfsid) and (kind, key),
+        #: so that a poll's or a put's look-up stays a dict read at any size.
+        self._events: dict[int, list[Event]] = {}
+        self._by_pnfsid: dict[tuple[str, str | None], list[int]] = {}
+        self._by_key: dict[tuple[str, str], list[int]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
         self._next_id = 1
         #: The scheduler's reads and claims, as ``RequestStore.scheduling``
@@ -104,7 +108,7 @@ class MemoryStore:
 
     def events(self, request_id: int) -> list[Event]:
         """The history of *request_id*, oldest first."""
-        return [e for e in self._events if e.request_id == request_id]
+        return list(self._events.get(request_id, ()))
 
     # -- intake -------------------------------------------------------------------------
 
@@ -146,14 +150,14 @@ class MemoryStore:
         values = {**_BLANK, **new_request(spec), "id": request_id}
         self._rows[request_id] = values
         self._open[(values["kind"], values["key"])] = request_id
+        self._by_pnfsid.setdefault((values["kind"], values["pnfsid"]), []).append(request_id)
+        self._by_key.setdefault((values["kind"], values["key"]), []).append(request_id)
         self._event([request_id], None, State.QUEUED, "submitted")
         return request_id
 
     def _copy_removed(self, bfid: str) -> bool:
-        return any(
-            v["kind"] == Kind.REMOVE and v["key"] == bfid and v["state"] == State.DONE
-            for v in self._rows.values()
-        )
+        removals = self._by_key.get((Kind.REMOVE.value, bfid), ())
+        return any(self._rows[i]["state"] == State.DONE for i in removals)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -165,7 +169,7 @@ class MemoryStore:
     async def list_requests(self, flt: ListFilter) -> list[Request]:
         wanted = {name: value for name in _FILTERED if (value := getattr(flt, name)) is not None}
         found: list[Request] = []
-        for request_id in sorted(self._rows):
+        for request_id in self._rows:  # added in id order, never removed
             if len(found) >= flt.limit:
                 break
             values = self._rows[request_id]
@@ -222,11 +226,11 @@ class MemoryStore:
             self.notifier.unwatch(request_id, event)
 
     async def latest(self, kind: str, pnfsid: str) -> tuple[Any, bool] | None:
-        matching = [i for i, v in self._rows.items() if v["kind"] == kind and v["pnfsid"] == pnfsid]
+        matching = self._by_pnfsid.get((kind, pnfsid))
         if not matching:
             return None
-        newest = max(matching)
-        reported = any(e.request_id == newest and e.reason == REPORTED for e in self._events)
+        newest = matching[-1]
+        reported = any(e.reason == REPORTED for e in self._events[newest])
         # A row, as the real store's: the attributes of a Request plus ``reported_``.
         return SimpleNamespace(**self._rows[newest], reported_=reported), reported
 
@@ -377,7 +381,9 @@ class MemoryStore:
     ) -> None:
         at = utcnow()
         origin = source.value if source is not None else None
-        self._events.extend(Event(i, at, origin, target.value, reason) for i in ids)
+        for request_id in ids:
+            event = Event(request_id, at, origin, target.value, reason)
+            self._events.setdefault(request_id, []).append(event)
 
 
 if TYPE_CHECKING:
