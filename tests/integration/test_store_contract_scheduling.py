@@ -89,20 +89,32 @@ async def test_claim_migrations_takes_the_highest_priority_first(
     assert (await history(store, ids[1]))[-1] == ("queued", "active", "d1")
 
 
-async def test_claim_removals_and_ids_take_only_queued_requests(
+async def test_claim_removals_takes_the_oldest_queued_removals(
     store: RequestStoreInterface, claims: SchedulingClaims
 ) -> None:
     removals = [parse_submit({"kind": "remove", "bfid": f"B{i}"}) for i in range(3)]
-    ids = await submit(store, *removals, recall("0001"), recall("0002"))
+    ids = await submit(store, *removals, recall("0001"))
     await store.transition([ids[0]], OPEN, State.CANCELLED)
     claimed = await claims.claim_removals(1)
     assert [(r.id, r.state, r.drive) for r in claimed] == [(ids[1], "active", None)]
-    assert await claims.claim_ids([ids[0], ids[1]]) == []  # cancelled, claimed already
-    taken = await claims.claim_ids([ids[3], ids[4], 999_999], "d1")
-    assert sorted(r.id for r in taken) == ids[3:]
-    assert [await state_of(store, i) for i in ids] == [
-        "cancelled", "active", "queued", "active", "active"
-    ]  # fmt: skip
+    assert [r.id for r in await claims.claim_removals(10)] == [ids[2]]
+    assert await state_of(store, ids[3]) == "queued"
+
+
+async def test_claim_ids_takes_only_those_still_queued(
+    store: RequestStoreInterface, claims: SchedulingClaims
+) -> None:
+    """A request cancelled (or claimed) between the caller's read and its claim is not
+    returned as claimed, and gets no ``queued -> active`` event."""
+    ids = await submit(store, recall("0001"), recall("0002"), recall("0003"), recall("0004"))
+    await store.transition([ids[0]], OPEN, State.CANCELLED)
+    await activate(store, [ids[1]])
+    assert await claims.claim_ids([ids[0], ids[1]]) == []
+    assert await history(store, ids[0]) == [(None, "queued", "submitted"),
+                                            (None, "cancelled", None)]  # fmt: skip
+    taken = await claims.claim_ids([ids[2], ids[3], 999_999], "d1")
+    assert sorted(r.id for r in taken) == ids[2:]
+    assert [await state_of(store, i) for i in ids] == ["cancelled", "active", "active", "active"]
 
 
 # -- the scheduler's reads and queue rows, on every store that has them yet -------------------
