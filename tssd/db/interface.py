@@ -2,8 +2,9 @@
 
 :class:`~tssd.db.store.RequestStore` (SQLite, PostgreSQL) and
 :class:`~tssd.db.memory.MemoryStore` (dicts, for fast tests) both satisfy
-:class:`RequestStoreInterface`; ``tests/integration/test_store_contract.py`` runs one suite
-on all three. The rules every implementation keeps:
+:class:`RequestStoreInterface`; ``tests/integration/test_store_contract.py`` (and
+``..._scheduling.py`` for the scheduler's part) runs one suite on SQLite, PostgreSQL and
+memory. The rules every implementation keeps:
 
 - At most one *open* (queued or active) request per ``(kind, key)``: submitting the same
   key again attaches to it, which makes every submission idempotent.
