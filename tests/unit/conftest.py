@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tssd.db.engine import create_engine, session_factory
+from tssd.db.memory import MemoryStore
 from tssd.db.models import Base
 
 
@@ -22,3 +23,11 @@ async def sessions(tmp_path: Path) -> AsyncIterator[async_sessionmaker[Any]]:
         yield session_factory(engine)
     finally:
         await engine.dispose()
+
+
+@pytest.fixture
+def memory_store() -> MemoryStore:
+    """The request store in dictionaries (tssd/db/memory.py), for tests that need the
+    store's interface but no SQL: it passes the contract suite the real store passes
+    (tests/integration/test_store_contract.py) in about a hundredth of the time."""
+    return MemoryStore()

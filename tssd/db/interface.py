@@ -1,0 +1,283 @@
+"""The request store's contract, as the code outside ``tssd/db/`` uses it.
+
+:class:`~tssd.db.store.RequestStore` (SQLite, PostgreSQL) and
+:class:`~tssd.db.memory.MemoryStore` (dicts, for fast tests) both satisfy
+:class:`RequestStoreInterface`; ``tests/integration/test_store_contract.py`` (and
+``..._scheduling.py`` for the scheduler's part) runs one suite on SQLite, PostgreSQL and
+memory. The rules every implementation keeps:
+
+- At most one *open* (queued or active) request per ``(kind, key)``: submitting the same
+  key again attaches to it, which makes every submission idempotent.
+- Every state change is conditional: a request moves only out of the states its caller
+  names, so a request finished, cancelled or claimed elsewhere is never overwritten.
+- Every state change appends an event (the request's history); a finish wakes the
+  waiters of :attr:`notifier`, new or requeued work sets ``notifier.work``.
+- ``transition``, ``requeue_active`` and ``set_locations`` are declared as returning an
+  awaitable, not as ``async def``: the SQL store wraps them in ``db_retry``, which does.
+- Rows returned are snapshots (detached :class:`~tssd.db.models.Request` objects or rows
+  with the same attributes): changing one changes nothing stored.
+
+Left out, being SQL-specific or about to change: ``sessions``, ``engine``, ``postgres``
+and ``tally`` (the other ``db/`` stores are built from them), and ``claim(select)``,
+which takes a statement its caller built; its successor's intended shape is
+:class:`SchedulingClaims` (with :class:`CandidateReads` and :class:`QueueSettings`,
+the other parts of the scheduler's gateway that the in-memory store has already).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from tssd.db.models import QueueRow, Request
+from tssd.db.notifier import Notifier
+from tssd.db.polls import Obtained, PollIndex
+from tssd.db.store import ListFilter
+from tssd.domain import State
+from tssd.submit import SubmitSpec
+
+#: (kind, queue, state, count), as :meth:`RequestStoreInterface.counts` returns them.
+CountRow = tuple[str, str, str, int]
+#: A queued, located recall as the planner loads it (``tssd.db.scheduling.PendingRow``):
+#: id, volume, position, size, priority, queue, created_at.
+PendingRow = tuple[int, str | None, int | None, int | None, int | None, str | None, datetime]
+
+
+@runtime_checkable
+class RequestStoreInterface(Protocol):
+    """Every request's state, and every change of it; see the module docstring."""
+
+    #: Waiters on requests, the scheduler's work signal and the kinds submitted since.
+    notifier: Notifier
+    #: Open recalls and migrations for ``tss-hsm``'s polls, kept current by every change.
+    polls: PollIndex
+    #: This daemon's id when several share the database (``tssd.cluster``), else None.
+    instance: str | None
+
+    # -- intake -------------------------------------------------------------------------
+
+    async def submit(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Request]]:
+        """Record *specs* at once: one ``(created, row)`` per spec, in the specs' order.
+
+        A spec whose ``(kind, key)`` has an open request gets that request and
+        ``created=False``; otherwise a new queued request (event ``None -> queued``,
+        reason ``submitted``). Specs of one batch sharing a key share one new request,
+        each reported as created. New work sets ``notifier.work`` and adds its kinds to
+        ``notifier.kinds``. Safe against concurrent submitters of the same key.
+        """
+        ...
+
+    async def obtain(self, spec: SubmitSpec, *, adopt_finished: bool) -> Obtained:
+        """``tss-hsm``'s adopt-or-create of the newest request of the spec's kind and key.
+
+        Adopts (``created=False``) an open request; with *adopt_finished* also a finished,
+        unreported, not abandoned one of the same path; and a done migration of the same
+        file whose tape copy was not removed since (:func:`tssd.db.polls.on_tape_already`).
+        Otherwise creates a queued request as :meth:`submit` does. ``reported`` tells
+        whether the adopted request's outcome was already reported.
+        """
+        ...
+
+    # -- queries ------------------------------------------------------------------------
+
+    async def get(self, request_id: int) -> Request:
+        """The request *request_id*; raises :class:`~tssd.errors.NotFound`."""
+        ...
+
+    async def list_requests(self, flt: ListFilter) -> list[Request]:
+        """Requests matching *flt*: equality on each
+        field given, ids above ``after``, at most ``limit``, in id order."""
+        ...
+
+    async def query(self, ids: Sequence[int]) -> dict[str, Any]:
+        """Progress of a batch: ``counts`` per state (every state, zeros included),
+        ``bytes_total`` and ``bytes_done`` (of done ones), ``missing`` ids (in the order
+        asked) and up to 100 ``failed`` rows (failed or cancelled)."""
+        ...
+
+    async def counts(self) -> list[CountRow]:
+        """``(kind, queue, state, count)`` for every combination present, in no order."""
+        ...
+
+    async def queues(self) -> list[dict[str, Any]]:
+        """The configured queues: ``name``, ``priority``, ``max_drives``, ``paused``,
+        ``latency_target_s``."""
+        ...
+
+    async def wait(self, request_id: int, timeout: float) -> tuple[Request, bool]:
+        """The request once finished, or after *timeout* seconds: ``(row, finished)``.
+
+        Woken by :meth:`Notifier.finished`, never by polling. Raises
+        :class:`~tssd.errors.NotFound` for an unknown id.
+        """
+        ...
+
+    async def latest(self, kind: str, pnfsid: str) -> tuple[Any, bool] | None:
+        """The newest request of *kind* for *pnfsid* (any state) and whether its outcome
+        was reported, or None. The row has :class:`Request`'s attributes and
+        ``reported_``."""
+        ...
+
+    async def mark_reported(self, request_id: int) -> Request:
+        """Record that a client was told the outcome (event ``state -> state``, reason
+        ``reported``); a ``claim`` delivery becomes ``claimed``. Idempotent. Raises
+        :class:`~tssd.errors.NotFound`, or :class:`~tssd.errors.Conflict` for an open
+        request."""
+        ...
+
+    # -- operator actions ---------------------------------------------------------------
+
+    async def cancel(self, request_id: int, reason: str = "cancelled by operator") -> Request:
+        """Cancel an open request (``error`` = *reason*, ``finished_at`` set) and wake its
+        waiters. Raises :class:`~tssd.errors.Conflict` when it is finished already (it is
+        left as it is) and :class:`~tssd.errors.NotFound` for an unknown id."""
+        ...
+
+    async def retry(self, request_id: int) -> Request:
+        """Queue a failed or cancelled request again (error, finish time and attempts
+        cleared). Raises :class:`~tssd.errors.Conflict` for any other state, or when
+        another open request of its kind and key exists; NotFound for an unknown id."""
+        ...
+
+    # -- scheduler side -----------------------------------------------------------------
+
+    def transition(
+        self,
+        ids: Sequence[int],
+        from_states: Iterable[str],
+        to_state: State,
+        *,
+        reason: str | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> Awaitable[list[int]]:
+        """Move those of *ids* now in *from_states* to *to_state*, setting *values* (column
+        attributes) and ``updated_at``; return the ids that moved, the others untouched.
+
+        Each moved request gets an event (``from_state`` None). Finishing wakes waiters
+        and the notifier's listeners; moving to queued sets ``notifier.work`` (kind
+        ``any``). Reopening a request whose key has another open request raises
+        :class:`sqlalchemy.exc.IntegrityError` (the open-key rule), moving nothing.
+        """
+        ...
+
+    async def finish(
+        self, request_id: int, state: State, reason: str | None = None, **values: Any
+    ) -> bool:
+        """Finish an *active* request (``finished_at`` defaults to now); False, and nothing
+        changed, if it is not active (cancelled meanwhile, say)."""
+        ...
+
+    def requeue_active(self, reason: str) -> Awaitable[int]:
+        """At start-up: active requests go back to the queue (drive and start cleared);
+        with :attr:`instance` set only this instance's or unowned ones. How many moved."""
+        ...
+
+    def set_locations(self, located: dict[int, tuple[str, int]]) -> Awaitable[None]:
+        """Record ``request id -> (volume, position)``, whatever the state; no event."""
+        ...
+
+
+class CandidateReads(Protocol):
+    """The scheduler's reads of the queue: ``store.scheduling`` (:mod:`tssd.db.scheduling`).
+
+    In the shape the gateway work of issue 19 gives them; like :class:`SchedulingClaims`,
+    on this branch only :class:`~tssd.db.memory.MemoryStore` has them. A queued request
+    of a *paused* queue, or a recall under a *held* path prefix, is never a candidate.
+    """
+
+    async def recall_volumes(
+        self, paused: frozenset[str], held: Sequence[str], *, first: int | None = None
+    ) -> list[tuple[str | None, int | None, int]]:
+        """``(volume, priority, id)`` of queued, located recalls: with *first*, the first
+        *first* of them in id order; without, one row per volume with its highest
+        priority and its lowest id (in no order)."""
+        ...
+
+    async def unlocated(self, limit: int) -> list[Request]:
+        """Up to *limit* queued recalls without a volume, oldest first."""
+        ...
+
+    async def volumes_with_recalls(self, candidates: Sequence[str]) -> set[str]:
+        """Those of *candidates* that have recalls queued or active."""
+        ...
+
+    async def unwritten_migrations(self, paused: frozenset[str], limit: int) -> list[Request]:
+        """Up to *limit* queued migrations with a checksum and no attempt yet, oldest
+        first: the ones whose file may be on tape already."""
+        ...
+
+    async def migration_groups(
+        self, paused: frozenset[str]
+    ) -> list[tuple[str | None, int, int | None, datetime | None]]:
+        """``(storage class, files, bytes, oldest created_at)`` of queued migrations, one
+        row per storage class (in no order); bytes None when no size is known."""
+        ...
+
+    def pending_recalls(self) -> AsyncIterator[PendingRow]:
+        """Every queued, located recall as ``(id, volume, position, size, priority, queue,
+        created_at)``, in no order."""
+        ...
+
+
+class SchedulingClaims(Protocol):
+    """The scheduler's claims: ``store.scheduling`` (:mod:`tssd.db.scheduling`).
+
+    The successors of ``RequestStore.claim(select)``, whose caller built the statement,
+    in the shape the gateway work of issue 19 gives them (``claim_recalls(volume, queues,
+    min_priority, after, limit)``). This branch's :class:`~tssd.db.store.RequestStore` has
+    no ``scheduling`` yet; :class:`~tssd.db.memory.MemoryStore` has, and the contract suite
+    runs these on every store that has them.
+
+    Every claim moves the requests it selects from queued to active in one step and
+    returns them, active, in the order stated: ``drive`` set, ``attempts`` + 1,
+    ``started_at`` now, ``instance`` the store's, an event ``queued -> active`` (reason:
+    the drive). A request claimed concurrently (by another daemon on PostgreSQL) is
+    skipped, never claimed twice. Requests of *paused* queues are never claimed.
+    """
+
+    async def claim_recalls(
+        self,
+        volume: str,
+        drive: str,
+        limit: int,
+        *,
+        queues: frozenset[str] | None = None,
+        paused: frozenset[str] = frozenset(),
+        held: Sequence[str] = (),
+        min_priority: int | None = None,
+        after: int | None = None,
+        by_position: bool = True,
+    ) -> list[Request]:
+        """Up to *limit* queued recalls of *volume*: of *queues* (None: any), not under a
+        *held* path prefix (a nearly full file system), of priority >= *min_priority*
+        and position > *after* when given; in (position, id) order, else id order."""
+        ...
+
+    async def claim_migrations(
+        self, storage_class: str, drive: str, limit: int, *, paused: frozenset[str] = frozenset()
+    ) -> list[Request]:
+        """Up to *limit* queued migrations of *storage_class*, highest priority first, then
+        oldest."""
+        ...
+
+    async def claim_removals(self, limit: int) -> list[Request]:
+        """Up to *limit* queued removals, oldest first; no drive (catalog work)."""
+        ...
+
+    async def claim_ids(self, ids: Iterable[int], drive: str | None = None) -> list[Request]:
+        """Those of *ids* still queued (in no particular order)."""
+        ...
+
+
+class QueueSettings(Protocol):
+    """The queue rows the scheduler reads: ``store.queue_settings`` (:mod:`tssd.db.queues`,
+    of the gateway work; only :class:`~tssd.db.memory.MemoryStore` has it on this branch)."""
+
+    async def rows(self) -> list[QueueRow]:
+        """Every configured queue."""
+        ...
+
+    async def paused(self) -> frozenset[str]:
+        """Names of the queues an operator paused."""
+        ...

@@ -1,0 +1,397 @@
+"""The request store in dictionaries: the contract of :mod:`tssd.db.interface`, no database.
+
+For tests that need a request store but not SQL: its operations cost microseconds where
+an SQLite transaction costs milliseconds. ``tests/integration/test_store_contract.py``
+holds it to the same suite as the SQLite and PostgreSQL store. Like procrastinate's
+``InMemoryConnector``, it keeps the rows as plain values and enforces by hand what the
+database enforces by constraints: one open request per ``(kind, key)`` (the partial
+unique index), conditional transitions (``UPDATE ... WHERE state IN ...``).
+
+Every operation runs without an ``await`` between its read and its write, so on one
+event loop each is atomic, as a transaction is. Reads return fresh transient
+:class:`~tssd.db.models.Request` objects: snapshots, as the real store's detached rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.exc import IntegrityError
+
+from tssd.db.memory_scheduling import MemoryScheduling
+from tssd.db.models import QueueRow, Request, utcnow
+from tssd.db.notifier import Notifier
+from tssd.db.polls import REPORTED, Obtained, PollIndex, adoptable, new_request, on_tape_already
+from tssd.db.store import ListFilter
+from tssd.domain import OPEN_STATES, Kind, State
+from tssd.errors import Conflict, NotFound
+from tssd.submit import SubmitSpec
+
+if TYPE_CHECKING:
+    from tssd.db.interface import (
+        CandidateReads,
+        QueueSettings,
+        RequestStoreInterface,
+        SchedulingClaims,
+    )
+    from tssd.db.store import RequestStore
+
+#: Every column attribute of a request, with its value before anything sets it.
+_BLANK: dict[str, Any] = {attr.key: None for attr in Request.__mapper__.column_attrs}
+_FILTERED = ("state", "kind", "queue", "volume", "pnfsid")
+
+
+class MemoryQueues:
+    """The queue rows of a :class:`MemoryStore` (``QueueStore`` of tssd.db.queues)."""
+
+    def __init__(self, queues: dict[str, dict[str, Any]]) -> None:
+        self._queues = queues
+
+    async def rows(self) -> list[QueueRow]:
+        return [QueueRow(**q) for _, q in sorted(self._queues.items())]
+
+    async def paused(self) -> frozenset[str]:
+        return frozenset(name for name, q in self._queues.items() if q["paused"])
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One line of a request's history (the ``request_events`` table)."""
+
+    request_id: int
+    at: datetime
+    from_state: str | None
+    to_state: str
+    reason: str | None
+
+
+class MemoryStore:
+    """The request store in dictionaries (see the module docstring).
+
+    It has no ``sessions`` or ``engine``: code that still queries SQL itself (most of the
+    scheduler until issue 19's gateway is done) needs :class:`~tssd.db.store.RequestStore`.
+    """
+
+    def __init__(self) -> None:
+        self.notifier = Notifier()
+        self.polls = PollIndex()
+        self.instance: str | None = None
+        self._rows: dict[int, dict[str, Any]] = {}
+        #: (kind, key) -> id of its open request: the ``uq_requests_open_key`` index.
+        self._open: dict[tuple[str, str], int] = {}
+        #: History per request id; and the newest ids per (kind, pnfsid) and (kind, key),
+        #: so that a poll's or a put's look-up stays a dict read at any size.
+        self._events: dict[int, list[Event]] = {}
+        self._by_pnfsid: dict[tuple[str, str | None], list[int]] = {}
+        self._by_key: dict[tuple[str, str], list[int]] = {}
+        self._queues: dict[str, dict[str, Any]] = {}
+        self._next_id = 1
+        #: The scheduler's reads and claims, as ``RequestStore.scheduling``
+        #: (tssd.db.scheduling) of the gateway work, and its queue rows.
+        self.scheduling = MemoryScheduling(self._rows, self._claim)
+        self.queue_settings = MemoryQueues(self._queues)
+
+    # -- test set-up and inspection (not part of the interface) -------------------------
+
+    def set_queue(self, name: str, **values: Any) -> None:
+        """Configure queue *name* (what ``tssctl queue`` and the config seeding write)."""
+        row = {"name": name, "priority": 0, "max_drives": None, "paused": False,
+               "latency_target_s": None}  # fmt: skip
+        row.update(self._queues.get(name, {}), **values)
+        self._queues[name] = row
+
+    def events(self, request_id: int) -> list[Event]:
+        """The history of *request_id*, oldest first."""
+        return list(self._events.get(request_id, ()))
+
+    # -- intake -------------------------------------------------------------------------
+
+    async def submit(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Request]]:
+        results: list[tuple[bool, Request]] = []
+        made: dict[tuple[str, str], int] = {}
+        for spec in specs:
+            ident = (spec.kind.value, spec.key)
+            if ident in made:
+                results.append((True, self._snapshot(made[ident])))
+            elif ident in self._open:
+                results.append((False, self._snapshot(self._open[ident])))
+            else:
+                made[ident] = self._insert(spec)
+                results.append((True, self._snapshot(made[ident])))
+        self.polls.seen((row for _, row in results), add=len(specs) == 1)
+        if made:
+            self.notifier.kinds |= {kind for kind, _ in made}
+            self.notifier.work.set()
+        return results
+
+    async def obtain(self, spec: SubmitSpec, *, adopt_finished: bool) -> Obtained:
+        found = await self.latest(spec.kind.value, spec.key)
+        if found is not None:
+            row, reported = found
+            if adoptable(row, spec.path, adopt_finished=adopt_finished) or (
+                on_tape_already(row, spec) and not self._copy_removed(row.bfid)
+            ):
+                self.polls.seen([row])
+                return Obtained(False, row, reported)
+        created = self._snapshot(self._insert(spec))
+        self.polls.seen([created])
+        self.notifier.kinds.add(spec.kind.value)
+        self.notifier.work.set()
+        return Obtained(True, created, False)
+
+    def _insert(self, spec: SubmitSpec) -> int:
+        request_id, self._next_id = self._next_id, self._next_id + 1
+        values = {**_BLANK, **new_request(spec), "id": request_id}
+        self._rows[request_id] = values
+        self._open[(values["kind"], values["key"])] = request_id
+        self._by_pnfsid.setdefault((values["kind"], values["pnfsid"]), []).append(request_id)
+        self._by_key.setdefault((values["kind"], values["key"]), []).append(request_id)
+        self._event([request_id], None, State.QUEUED, "submitted")
+        return request_id
+
+    def _copy_removed(self, bfid: str) -> bool:
+        removals = self._by_key.get((Kind.REMOVE.value, bfid), ())
+        return any(self._rows[i]["state"] == State.DONE for i in removals)
+
+    # -- queries ------------------------------------------------------------------------
+
+    async def get(self, request_id: int) -> Request:
+        if request_id not in self._rows:
+            raise NotFound(f"no request {request_id}")
+        return self._snapshot(request_id)
+
+    async def list_requests(self, flt: ListFilter) -> list[Request]:
+        wanted = {name: value for name in _FILTERED if (value := getattr(flt, name)) is not None}
+        found: list[Request] = []
+        for request_id in self._rows:  # added in id order, never removed
+            if len(found) >= flt.limit:
+                break
+            values = self._rows[request_id]
+            if flt.after is not None and request_id <= flt.after:
+                continue
+            if all(values[k] == v for k, v in wanted.items()):
+                found.append(self._snapshot(request_id))
+        return found
+
+    async def query(self, ids: Sequence[int]) -> dict[str, Any]:
+        counts = {s.value: 0 for s in State}
+        total = done = 0
+        failed: list[Request] = []
+        present = sorted(i for i in set(ids) if i in self._rows)
+        for request_id in present:
+            values = self._rows[request_id]
+            counts[values["state"]] += 1
+            total += values["size"] or 0
+            done += (values["size"] or 0) if values["state"] == State.DONE else 0
+            if values["state"] in (State.FAILED, State.CANCELLED) and len(failed) < 100:
+                failed.append(self._snapshot(request_id))
+        return {
+            "counts": counts,
+            "bytes_total": total,
+            "bytes_done": done,
+            "missing": [i for i in ids if i not in self._rows],
+            "failed": failed,
+        }
+
+    async def counts(self) -> list[tuple[str, str, str, int]]:
+        groups: dict[tuple[str, str, str], int] = {}
+        for v in self._rows.values():
+            group = (v["kind"], v["queue"], v["state"])
+            groups[group] = groups.get(group, 0) + 1
+        return [(*group, n) for group, n in sorted(groups.items())]
+
+    async def queues(self) -> list[dict[str, Any]]:
+        return [dict(q) for _, q in sorted(self._queues.items())]
+
+    async def wait(self, request_id: int, timeout: float) -> tuple[Request, bool]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        event = self.notifier.watch(request_id)
+        try:
+            while True:
+                row = await self.get(request_id)
+                remaining = deadline - loop.time()
+                if not State(row.state).is_open or remaining <= 0:
+                    return row, not State(row.state).is_open
+                event.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), timeout=remaining)
+        finally:
+            self.notifier.unwatch(request_id, event)
+
+    async def latest(self, kind: str, pnfsid: str) -> tuple[Any, bool] | None:
+        matching = self._by_pnfsid.get((kind, pnfsid))
+        if not matching:
+            return None
+        newest = matching[-1]
+        reported = any(e.reason == REPORTED for e in self._events[newest])
+        # A row, as the real store's: the attributes of a Request plus ``reported_``.
+        return SimpleNamespace(**self._rows[newest], reported_=reported), reported
+
+    async def mark_reported(self, request_id: int) -> Request:
+        values = self._rows.get(request_id)
+        if values is None:
+            raise NotFound(f"no request {request_id}")
+        state = State(values["state"])
+        if state.is_open:
+            raise Conflict(f"request {request_id} is {state.value}: not finished")
+        if values["delivery"] == "claim":
+            values["delivery"] = "claimed"
+        self._event([request_id], state, state, REPORTED)
+        return self._snapshot(request_id)
+
+    # -- operator actions ---------------------------------------------------------------
+
+    async def cancel(self, request_id: int, reason: str = "cancelled by operator") -> Request:
+        changed = await self.transition(
+            [request_id],
+            OPEN_STATES,
+            State.CANCELLED,
+            reason=reason,
+            values={"error": reason, "finished_at": utcnow()},
+        )
+        row = await self.get(request_id)
+        if not changed:
+            raise Conflict(f"request {request_id} is already {row.state}")
+        return row
+
+    async def retry(self, request_id: int) -> Request:
+        row = await self.get(request_id)
+        if row.state not in (State.FAILED, State.CANCELLED):
+            raise Conflict(f"request {request_id} is {row.state}: only failed or cancelled")
+        try:
+            changed = await self.transition(
+                [request_id],
+                (State.FAILED, State.CANCELLED),
+                State.QUEUED,
+                reason="retried by operator",
+                values={"error": None, "error_code": None, "finished_at": None, "attempts": 0},
+            )
+        except IntegrityError:
+            raise Conflict(f"another open {row.kind} request exists for {row.key}") from None
+        if not changed:
+            raise Conflict(f"request {request_id} changed state meanwhile")
+        self.notifier.work.set()
+        return await self.get(request_id)
+
+    # -- scheduler side -----------------------------------------------------------------
+
+    async def transition(
+        self,
+        ids: Sequence[int],
+        from_states: Iterable[str],
+        to_state: State,
+        *,
+        reason: str | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> list[int]:
+        sources = set(from_states)
+        moved = list(dict.fromkeys(i for i in ids if self._rows.get(i, {}).get("state") in sources))
+        changes = {"state": to_state.value, "updated_at": utcnow(), **(values or {})}
+        unknown = set(changes) - set(_BLANK)
+        if unknown:
+            raise ValueError(f"not request columns: {sorted(unknown)}")
+        self._check_open_keys(moved, to_state)
+        for request_id in moved:
+            row = self._rows[request_id]
+            ident = (row["kind"], row["key"])
+            if row["state"] in OPEN_STATES and not to_state.is_open:
+                del self._open[ident]
+            elif to_state.is_open:
+                self._open[ident] = request_id
+            row.update(changes)
+        self._event(moved, None, to_state, reason)
+        self.polls.moved(moved, to_state)
+        if not to_state.is_open:
+            self.notifier.finished(moved)
+        elif moved and to_state is State.QUEUED:
+            self.notifier.kinds.add("any")
+            self.notifier.work.set()
+        return moved
+
+    def _check_open_keys(self, moved: Sequence[int], to_state: State) -> None:
+        """Refuse, before changing anything, to open a second request of one key."""
+        if not to_state.is_open:
+            return
+        opening: set[tuple[str, str]] = set()
+        for request_id in moved:
+            row = self._rows[request_id]
+            ident = (row["kind"], row["key"])
+            holder = self._open.get(ident)
+            if (holder is not None and holder != request_id) or (
+                holder is None and ident in opening
+            ):
+                raise IntegrityError("transition", None, ValueError("uq_requests_open_key"))
+            opening.add(ident)
+
+    async def finish(
+        self, request_id: int, state: State, reason: str | None = None, **values: Any
+    ) -> bool:
+        values.setdefault("finished_at", utcnow())
+        moved = await self.transition(
+            [request_id], (State.ACTIVE,), state, reason=reason, values=values
+        )
+        return bool(moved)
+
+    async def requeue_active(self, reason: str) -> int:
+        ids = [
+            i
+            for i, v in self._rows.items()
+            if v["state"] == State.ACTIVE
+            and (self.instance is None or v["instance"] in (None, self.instance))
+        ]
+        moved = await self.transition(
+            ids,
+            (State.ACTIVE,),
+            State.QUEUED,
+            reason=reason,
+            values={"drive": None, "started_at": None},
+        )
+        return len(moved)
+
+    async def set_locations(self, located: dict[int, tuple[str, int]]) -> None:
+        for request_id, (volume, position) in located.items():
+            if request_id in self._rows:
+                self._rows[request_id].update(volume=volume, position=position)
+
+    def _claim(self, ids: Sequence[int], drive: str | None) -> list[Request]:
+        """Move queued *ids* to active on *drive* (the one write of every claim)."""
+        now = utcnow()
+        for request_id in ids:
+            row = self._rows[request_id]
+            row.update(state=State.ACTIVE.value, drive=drive, started_at=now, updated_at=now,
+                       attempts=row["attempts"] + 1, instance=self.instance)  # fmt: skip
+        self._event(ids, State.QUEUED, State.ACTIVE, drive)
+        self.polls.moved(ids, State.ACTIVE)
+        return [self._snapshot(i) for i in ids]
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _snapshot(self, request_id: int) -> Request:
+        return Request(**self._rows[request_id])
+
+    def _event(
+        self, ids: Sequence[int], source: State | None, target: State, reason: str | None
+    ) -> None:
+        at = utcnow()
+        origin = source.value if source is not None else None
+        for request_id in ids:
+            event = Event(request_id, at, origin, target.value, reason)
+            self._events.setdefault(request_id, []).append(event)
+
+
+if TYPE_CHECKING:
+
+    def _conforms(memory: MemoryStore, sql: RequestStore) -> None:
+        """For mypy: both stores have the interface's signatures, and this one the claims'."""
+        stores: list[RequestStoreInterface] = [memory, sql]
+        claims: SchedulingClaims = memory.scheduling
+        reads: CandidateReads = memory.scheduling
+        queues: QueueSettings = memory.queue_settings
+        del stores, claims, reads, queues
