@@ -19,10 +19,9 @@ from dataclasses import dataclass
 
 import structlog
 from aiohttp import web
-from sqlalchemy import func, select
 
 from tssd.config.sections import LimitsSettings
-from tssd.db.models import OPEN_STATES, Request
+from tssd.db.counts import count_open
 from tssd.db.store import RequestStore
 from tssd.errors import TssdError
 
@@ -112,13 +111,11 @@ class Admission:
         self._since += created
 
     async def _count(self) -> None:
-        stmt = select(func.count()).select_from(Request).where(Request.state.in_(OPEN_STATES))
         # Requests created while the count runs may be counted twice until the next count:
         # admission errs on the side of refusing, never of admitting past the limit.
         since = self._since
         try:
-            async with self.store.engine.connect() as conn:
-                self._counted = int((await conn.execute(stmt)).scalar_one())
+            self._counted = await count_open(self.store.engine)
         except Exception as exc:  # a count missed is retried next time
             log.warning("admission.count_failed", error=str(exc)[:200])
             return
