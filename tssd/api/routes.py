@@ -11,7 +11,7 @@ import structlog
 from aiohttp import web
 
 from tssd.api.admission import Overloaded, admission
-from tssd.api.bulk_json import decode_bulk, encode_results
+from tssd.api.bulk_json import decode_bulk, encode_results, in_bulk_thread
 from tssd.api.inputs import decode_json, read_body
 from tssd.api.openapi import openapi_document
 from tssd.api.roles import PEER_UID, ROLE, Forbidden, Role, Unauthorized, is_own
@@ -196,7 +196,7 @@ async def submit_bulk(request: web.Request) -> web.Response:
     _accepting(svc)
     raw = await read_body(request, svc.settings.limits.idle_timeout_s)
     # In a worker thread, a piece at a time (tssd.api.bulk_json): 10 MB is 100 ms of decoding.
-    body = await asyncio.to_thread(decode_bulk, raw)
+    body = await in_bulk_thread(lambda: decode_bulk(raw))
     entries = body.get("requests") if isinstance(body, dict) else None
     if not isinstance(entries, list) or not entries:
         raise InvalidRequest('body must be {"requests": [...]} with at least one request')
@@ -215,7 +215,7 @@ async def submit_bulk(request: web.Request) -> web.Response:
 
     # Validation and the answer of 100,000 requests are seconds of pure Python: in a worker
     # thread the interpreter still hands the event loop its turn every few milliseconds.
-    specs = await asyncio.to_thread(validate)
+    specs = await in_bulk_thread(validate)
     await check_paths_off_loop(svc, specs)
     with admission(request, len(specs)) as ticket:
         results = await submit_in_chunks(svc, specs)
@@ -225,7 +225,7 @@ async def submit_bulk(request: web.Request) -> web.Response:
     def answer() -> bytes:
         return encode_results([{"created": c, "request": request_json(r)} for c, r in results])
 
-    return web.Response(body=await asyncio.to_thread(answer), content_type="application/json")
+    return web.Response(body=await in_bulk_thread(answer), content_type="application/json")
 
 
 #: Requests per transaction of a bulk submit. On PostgreSQL one chunk's statements run on
