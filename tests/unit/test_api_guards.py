@@ -269,3 +269,23 @@ async def test_submits_are_recorded_off_the_event_loop(store: RequestStore) -> N
     row = await store.get(first[0][1].id)
     assert row.key == specs[0].key
     store._writer.close()
+
+
+def test_locate_passes_follow_the_loop_cpu_they_take() -> None:
+    """A locate pass over budget shrinks the next to what fits; a cheap full one doubles
+    it, up to the batch; a full pass reports ``batch`` so the scheduler locates on."""
+    from tssd.scheduler.intake import LOCATE_BUDGET_S, LOCATE_MIN, LOCATE_START, Intake
+
+    intake = Intake(None, None, None, None, batch=5000)  # type: ignore[arg-type]
+    assert intake.locate_limit == LOCATE_START
+    intake._locate_took(LOCATE_BUDGET_S * 5, 250, 250)
+    assert intake.locate_limit == 50
+    intake._locate_took(LOCATE_BUDGET_S * 100, 50, 50)
+    assert intake.locate_limit == LOCATE_MIN
+    intake._locate_took(LOCATE_BUDGET_S / 4, LOCATE_MIN, LOCATE_MIN)
+    assert intake.locate_limit == 2 * LOCATE_MIN
+    intake._locate_took(LOCATE_BUDGET_S / 4, 10, 2 * LOCATE_MIN)  # not full: stays
+    assert intake.locate_limit == 2 * LOCATE_MIN
+    for _ in range(10):
+        intake._locate_took(0.0, intake.locate_limit, intake.locate_limit)
+    assert intake.locate_limit == 5000
