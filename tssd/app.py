@@ -8,6 +8,7 @@ the queue), dismount, close listeners, backend and database, in that order.
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -179,6 +180,11 @@ async def serve(settings: Settings) -> None:
                 counted=services.metrics.retention_deleted_total.inc,
             )
         )
+        # Start-up's objects (modules, mappings, caches) live as long as the process: out of
+        # the cyclic collector's sight, a full collection no longer walks them while holding
+        # the interpreter lock, which stalled the event loop for 150-400 ms at a time
+        # (benchmarks/admission_load.py).
+        gc.freeze()
         log.info(
             "daemon.ready",
             listen=addresses,

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from tssd.api.admission import Admission, Overloaded
+from tssd.api.bulk_json import ENCODE_SLICE, PIECEWISE_ABOVE, decode_bulk, encode_results
 from tssd.api.catalog_file import has_rows, read_catalog_file
 from tssd.api.connections import connection_caps
 from tssd.api.inputs import MAX_DEPTH, decode_json
@@ -207,3 +208,84 @@ async def test_only_lag_tssd_causes_refuses_submits() -> None:
             admission.admit()
     finally:
         watcher.cancel()
+
+
+def _bulk(n: int, sep: bytes = b", ") -> bytes:
+    entry = (
+        b'{"kind": "recall", "pnfsid": "00AD01", "path": "/p/\\u00e9 [x]", "n": [1, {"a": null}]}'
+    )
+    return b'{"requests": [' + sep.join([entry] * n) + b"]}"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _bulk(20_000),
+        b" \n" + _bulk(20_000, b" ,\n ") + b" \r\n",
+        _bulk(20_000)[:-1] + b', "more": 1}',  # another key: decoded whole
+        _bulk(20_000) + b"x",
+        _bulk(20_000)[:-2] + b",]}",
+        _bulk(20_000).replace(b"null", b"nul", 1),
+        _bulk(20_000).replace(b"[x]", b"\\ud800", 1),
+        b'{"requests": [' + b"[" * 40 + b"]" * 40 + b"," + _bulk(20_000)[14:],
+    ],
+)
+def test_large_bulk_bodies_decode_in_pieces_as_whole(raw: bytes) -> None:
+    """A bulk body of megabytes is decoded one request at a time (json.loads held the
+    interpreter lock, and so the event loop, for 100 ms per 10 MB): same value, same
+    refusals as decode_json."""
+    import json
+
+    assert len(raw) > PIECEWISE_ABOVE
+    try:
+        expected = decode_json(raw)
+    except InvalidRequest as exc:
+        with pytest.raises(InvalidRequest, match=str(exc)[:20]):
+            decode_bulk(raw)
+        return
+    assert decode_bulk(raw) == expected == json.loads(raw)
+
+
+def test_bulk_answers_encode_in_slices_as_whole() -> None:
+    import json
+
+    for n in (1, ENCODE_SLICE, 2 * ENCODE_SLICE + 1):
+        results = [{"created": i % 2 == 0, "request": {"id": i, "path": "/p/é"}} for i in range(n)]
+        assert encode_results(results) == json.dumps({"results": results}).encode()
+
+
+async def test_submits_are_recorded_off_the_event_loop(store: RequestStore) -> None:
+    """On a SQLite file a submit's SQL runs in the writer thread (tssd.db.submits), and
+    what it returns reads like a Request; a second submit attaches to the open request."""
+    specs = [parse_submit({"kind": "recall", "pnfsid": f"AB{i:02X}", "path": f"/p/{i}"})
+             for i in range(250)]  # fmt: skip
+    first = await store.submit(specs)
+    assert all(created for created, _ in first)
+    assert store._writer is not None
+    assert [row.path for _, row in first] == [s.path for s in specs]
+    assert first[0][1].state == State.QUEUED and first[0][1].group is None
+    again = await store.submit(specs[:3] + specs[:1])
+    assert [(c, r.id) for c, r in again] == [(False, r.id) for _, r in first[:3] + first[:1]]
+    row = await store.get(first[0][1].id)
+    assert row.key == specs[0].key
+    store._writer.close()
+
+
+def test_locate_passes_follow_the_loop_cpu_they_take() -> None:
+    """A locate pass over budget shrinks the next to what fits; a cheap full one doubles
+    it, up to the batch; a full pass reports ``batch`` so the scheduler locates on."""
+    from tssd.scheduler.intake import LOCATE_BUDGET_S, LOCATE_MIN, LOCATE_START, Intake
+
+    intake = Intake(None, None, None, None, batch=5000)  # type: ignore[arg-type]
+    assert intake.locate_limit == LOCATE_START
+    intake._locate_took(LOCATE_BUDGET_S * 5, 250, 250)
+    assert intake.locate_limit == 50
+    intake._locate_took(LOCATE_BUDGET_S * 100, 50, 50)
+    assert intake.locate_limit == LOCATE_MIN
+    intake._locate_took(LOCATE_BUDGET_S / 4, LOCATE_MIN, LOCATE_MIN)
+    assert intake.locate_limit == 2 * LOCATE_MIN
+    intake._locate_took(LOCATE_BUDGET_S / 4, 10, 2 * LOCATE_MIN)  # not full: stays
+    assert intake.locate_limit == 2 * LOCATE_MIN
+    for _ in range(10):
+        intake._locate_took(0.0, intake.locate_limit, intake.locate_limit)
+    assert intake.locate_limit == 5000

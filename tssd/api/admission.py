@@ -19,10 +19,9 @@ from dataclasses import dataclass
 
 import structlog
 from aiohttp import web
-from sqlalchemy import func, select
 
 from tssd.config.sections import LimitsSettings
-from tssd.db.models import OPEN_STATES, Request
+from tssd.db.counts import count_open
 from tssd.db.store import RequestStore
 from tssd.errors import TssdError
 
@@ -112,13 +111,11 @@ class Admission:
         self._since += created
 
     async def _count(self) -> None:
-        stmt = select(func.count()).select_from(Request).where(Request.state.in_(OPEN_STATES))
         # Requests created while the count runs may be counted twice until the next count:
         # admission errs on the side of refusing, never of admitting past the limit.
         since = self._since
         try:
-            async with self.store.engine.connect() as conn:
-                self._counted = int((await conn.execute(stmt)).scalar_one())
+            self._counted = await count_open(self.store.engine)
         except Exception as exc:  # a count missed is retried next time
             log.warning("admission.count_failed", error=str(exc)[:200])
             return
@@ -132,16 +129,18 @@ class Admission:
     async def _watch_loop(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            before, cpu_before = loop.time(), time.thread_time()
+            before, cpu_before, proc_before = loop.time(), time.thread_time(), time.process_time()
             await asyncio.sleep(TICK_S)
             now = loop.time()
             lag = now - before - TICK_S
             # The loop thread's own CPU time in the window. A lag far above it was the
-            # machine (other processes) or a blocking call that uses no CPU.
+            # machine (other processes) or a blocking call that uses no CPU; the whole
+            # process's CPU tells whether tssd's worker threads held the interpreter.
             cpu = time.thread_time() - cpu_before
             self.max_lag_s = max(self.max_lag_s, lag)
             if lag > STALL_LOG_S:
-                log.warning("loop.stall", lag_s=round(lag, 3), cpu_s=round(cpu, 3))
+                log.warning("loop.stall", lag_s=round(lag, 3), cpu_s=round(cpu, 3),
+                            process_cpu_s=round(time.process_time() - proc_before, 3))  # fmt: skip
             # Only lag tssd caused itself refuses submits: refusing because other
             # processes hold the CPU would fail dCache's calls for nothing tssd can relieve.
             limit = self.settings.max_loop_lag_s

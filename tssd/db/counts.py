@@ -16,9 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from tssd.db.models import Request
+from tssd.db.models import OPEN_STATES, Request
 
 #: Below this many requests a count is cheap and always fresh.
 EXACT_BELOW = 50_000
@@ -30,6 +30,14 @@ _GROUPED = select(
     func.coalesce(func.sum(Request.size), 0),
     func.min(Request.created_at),
 ).group_by(Request.kind, Request.queue, Request.state)
+_OPEN = select(func.count()).select_from(Request).where(Request.state.in_(OPEN_STATES))
+
+
+async def count_open(engine: AsyncEngine) -> int:
+    """The number of open (queued or active) requests, counted now: admission's figure
+    (tssd.api.admission), which must not be older than its own refresh period."""
+    async with engine.connect() as conn:
+        return int((await conn.execute(_OPEN)).scalar_one())
 
 
 @dataclass(frozen=True)

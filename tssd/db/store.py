@@ -25,7 +25,6 @@ from sqlalchemy import (
     create_engine,
     insert,
     select,
-    text,
     update,
 )
 from sqlalchemy.exc import IntegrityError
@@ -34,7 +33,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, a
 from tssd.db.counts import Counts
 from tssd.db.engine import db_retry
 from tssd.db.models import (
-    OPEN_STATE_SQL,
     OPEN_STATES,
     QueueRow,
     Request,
@@ -50,10 +48,10 @@ from tssd.db.polls import (
     PollIndex,
     adoptable,
     copy_removed,
-    new_request,
     obtain,
     on_tape_already,
 )
+from tssd.db.submits import SqliteWriter, record, sqlite_file
 from tssd.errors import Conflict, NotFound
 from tssd.submit import SubmitSpec
 
@@ -84,6 +82,7 @@ class RequestStore:
         #: Open recalls and migrations for tss-hsm's polls; kept current by every change here.
         self.polls = PollIndex()
         self._reader: Engine | None = None
+        self._writer: SqliteWriter | None = None
         #: This daemon's id when several share the database (tssd.cluster), else None.
         self.instance: str | None = None
         #: Counts per kind, queue and state, bounded in cost at any size (tssd.db.counts).
@@ -91,7 +90,7 @@ class RequestStore:
 
     # -- intake -----------------------------------------------------------------------
 
-    async def submit(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Request]]:
+    async def submit(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Any]]:
         """Record *specs* in one transaction; attach to open requests of the same key."""
         for attempt in range(3):
             try:
@@ -139,47 +138,14 @@ class RequestStore:
     async def _on_tape_already(self, row: Any, spec: SubmitSpec) -> bool:
         return on_tape_already(row, spec) and not await copy_removed(self.engine, row.bfid)
 
-    async def _submit_once(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Request]]:
-        async with self.sessions.begin() as session:
-            existing = await self._open_by_key(session, specs)
-            fresh: dict[tuple[str, str], dict[str, Any]] = {}
-            for spec in specs:
-                ident = (spec.kind.value, spec.key)
-                if ident not in existing and ident not in fresh:
-                    fresh[ident] = new_request(spec)
-            created: dict[tuple[str, str], Request] = {}
-            if fresh:
-                # One multi-row INSERT ... RETURNING per batch, not one statement per row.
-                stmt = insert(Request).returning(Request, sort_by_parameter_order=True)
-                rows = (await session.scalars(stmt, list(fresh.values()))).all()
-                created = dict(zip(fresh, rows, strict=True))
-                ids = [r.id for r in rows]
-                await _record_events(session, ids, None, State.QUEUED, "submitted")
-        return [
-            (False, existing[ident]) if ident in existing else (True, created[ident])
-            for ident in ((s.kind.value, s.key) for s in specs)
-        ]
-
-    async def _open_by_key(
-        self, session: AsyncSession, specs: Sequence[SubmitSpec]
-    ) -> dict[tuple[str, str], Request]:
-        found: dict[tuple[str, str], Request] = {}
-        by_kind: dict[str, list[str]] = {}
-        for spec in specs:
-            by_kind.setdefault(spec.kind.value, []).append(spec.key)
-        for kind, keys in by_kind.items():
-            unique = sorted(set(keys))
-            for i in range(0, len(unique), CHUNK):
-                # The literal state condition lets uq_requests_open_key serve the look-up:
-                # with bound states PostgreSQL walked every recall (issue 22).
-                stmt = select(Request).where(
-                    Request.kind == kind,
-                    Request.key.in_(unique[i : i + CHUNK]),
-                    text(OPEN_STATE_SQL),
-                )
-                for row in (await session.scalars(stmt)).all():
-                    found[(row.kind, row.key)] = row
-        return found
+    async def _submit_once(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Any]]:
+        # Core SQL, off the event loop on a SQLite file (tssd.db.submits).
+        if sqlite_file(self.engine.url):
+            if self._writer is None:
+                self._writer = SqliteWriter(self.engine.url)
+            return await self._writer.run(record, specs)
+        async with self.engine.begin() as conn:
+            return await conn.run_sync(record, specs)
 
     # -- queries ----------------------------------------------------------------------
 

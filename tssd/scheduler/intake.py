@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from urllib.parse import parse_qs, urlsplit
@@ -20,6 +21,12 @@ from tssd.scheduler.policy import Policy
 from tssd.shim.names import PNFSID
 
 log = structlog.get_logger()
+#: Event-loop CPU one locate pass should take: loading, locating and planning 5,000 recalls
+#: at once held the loop for over 100 ms (benchmarks/admission_load.py), so the number
+#: located per pass follows the time the last passes took, between these bounds.
+LOCATE_BUDGET_S = 0.015
+LOCATE_MIN = 50
+LOCATE_START = 250
 
 
 class Intake:
@@ -37,15 +44,19 @@ class Intake:
         self.retrier = retrier
         self.policy = policy
         self.batch = batch
+        #: Recalls located per pass, bounded by LOCATE_BUDGET_S (see _locate_took).
+        self.locate_limit = min(batch, LOCATE_START)
         #: The scheduler's per-tape index (``tssd`` policy): located recalls go there.
         self.planner: Planner | None = None
         self.now: Callable[[], float] = lambda: 0.0
 
     async def locate_recalls(self, busy_volumes: Iterable[str]) -> int:
-        """Find the tape copy for queued recalls that have none yet; return how many."""
+        """Find the tape copy for queued recalls that have none yet; return how many, or
+        ``batch`` when the pass filled its time-bounded limit (more may be waiting)."""
+        limit, started = self.locate_limit, time.thread_time()
         # Spelled as ix_requests_unlocated's predicate: with a million located recalls
         # queued, the few to locate are found without walking the others.
-        stmt = select(Request).where(text(UNLOCATED_SQL)).order_by(Request.id).limit(self.batch)
+        stmt = select(Request).where(text(UNLOCATED_SQL)).order_by(Request.id).limit(limit)
         async with self.store.sessions() as session:
             rows = list((await session.scalars(stmt)).all())
         if not rows:
@@ -83,7 +94,17 @@ class Intake:
             self.planner.add(entries)
         if missing:
             await self._fail(missing, ObjectNotFound("no copy of the file on tape"))
-        return len(rows)
+        self._locate_took(time.thread_time() - started, len(rows), limit)
+        return self.batch if len(rows) >= limit else len(rows)
+
+    def _locate_took(self, cpu_s: float, located: int, limit: int) -> None:
+        """Shrink the next pass to what fits the budget, or double it after a cheap full
+        one. The loop thread's CPU while a pass runs includes other tasks': it errs small."""
+        if cpu_s > LOCATE_BUDGET_S:
+            fits = int(located * LOCATE_BUDGET_S / cpu_s)
+            self.locate_limit = min(self.batch, max(LOCATE_MIN, fits))
+        elif located >= limit and cpu_s < LOCATE_BUDGET_S / 2:
+            self.locate_limit = min(self.batch, limit * 2)
 
     async def _needed_volumes(self, copies: dict[str, list[TapeCopy]]) -> set[str]:
         """Of the volumes holding a second copy of some file, those with recalls queued."""

@@ -237,8 +237,9 @@ def robust_tour(
     order: list[int] = []
     for _ in range(len(runs)):
         candidates = {s.nearest(h, v)[2] for s, v, h in zip(starts, views, heads, strict=True)}
+        pairs = list(zip(views, heads, strict=True))
         _, index = min(
-            (sum(profile.locate_s(h, v[c].start, capacity) for v, h in zip(views, heads)), c)
+            (sum(profile.locate_s(h, v[c].start, capacity) for v, h in pairs), c)
             for c in candidates
         )
         for s, view in zip(starts, views, strict=True):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import aclosing
 
 from tssd.backends.base import ReadItem, ReadResult, TapeBackend
 from tssd.clock import Offload
@@ -66,7 +65,8 @@ class PlannedReads:
             planned = calibration.width() if calibration is not None else 0.0
             items = await self._order(remaining, drive, layout, urgent, factors)
             done: set[int] = set()
-            async with aclosing(self.backend.read(drive.name, items)) as results:
+            results = self.backend.read(drive.name, items)
+            try:
                 async for result in results:
                     done.add(id(result.item))
                     if calibration is not None and result.error is None:
@@ -76,6 +76,12 @@ class PlannedReads:
                     yield result
                     if calibration is not None and _replan(calibration, planned, len(done)):
                         break
+            finally:
+                # Stopped early (a new plan, or the caller's interrupt): end the backend's
+                # read now rather than whenever the generator is collected.
+                close = getattr(results, "aclose", None)
+                if close is not None:
+                    await close()
             remaining = [i for i in remaining if id(i) not in done]
 
     async def _order(
