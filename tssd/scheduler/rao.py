@@ -207,77 +207,29 @@ def spread_factors(profile: Profile) -> tuple[float, ...]:
 
 
 def _scaled(spans: Sequence[tuple[int, int]], factor: float) -> list[tuple[int, int]]:
-    """*spans* (offset, size) with their offsets scaled by *factor*; each span's end is
-    scaled too, so objects that follow each other on tape still do (no locate between)."""
     if factor == 1.0:
         return list(spans)
-    out = []
-    for offset, size in spans:
-        start = int(offset * factor)
-        out.append((start, int((offset + size) * factor) - start))
-    return out
-
-
-def robust_tour(
-    spans: Sequence[tuple[int, int]], head: int, profile: Profile, factors: Sequence[float]
-) -> list[int]:
-    """Indexes of *spans* (in position order) in nearest-next-run order from *head*, each
-    hop the least locating on average over the positions scaled by each of *factors*.
-
-    With one factor this is :func:`rao_order` on the scaled positions. With several, a
-    hop to a wrap far from the head, whose place the factors disagree on, loses to a
-    nearer one they agree on: the tour leans on what is known and leaves the rest for
-    when the tape's calibration (``calibrate.py``) has narrowed the factors.
-    """
-    runs = _runs(spans)
-    views = [[_scaled_run(run, f) for run in runs] for f in factors]
-    starts = [_Starts(view, profile) for view in views]
-    heads = [int(head * f) for f in factors]
-    capacity = profile.capacity_bytes
-    order: list[int] = []
-    for _ in range(len(runs)):
-        candidates = {s.nearest(h, v)[2] for s, v, h in zip(starts, views, heads, strict=True)}
-        pairs = list(zip(views, heads, strict=True))
-        _, index = min(
-            (sum(profile.locate_s(h, v[c].start, capacity) for v, h in pairs), c)
-            for c in candidates
-        )
-        for s, view in zip(starts, views, strict=True):
-            wrap = profile.wrap_of(view[index].start, capacity)
-            s.remove(wrap, s.ids[wrap].index(index))
-        run = runs[index]
-        order.extend(range(run.first, run.stop))
-        heads = [view[index].end for view in views]
-    return order
-
-
-def _scaled_run(run: _Run, factor: float) -> _Run:
-    return _Run(run.first, run.stop, int(run.start * factor), int(run.end * factor))
+    return [(int(o * factor), int(n * factor)) for o, n in spans]
 
 
 def _robust_order(
-    late: list[int],
-    offsets: Sequence[tuple[int, int]],
-    head: int,
-    profile: Profile,
-    factors: Sequence[float] | None = None,
+    late: list[int], offsets: Sequence[tuple[int, int]], head: int, profile: Profile
 ) -> list[int]:
-    """The tour over *factors* (default: the profile's spread), if it beats position
-    order by 1 % on average over them, else position order.
+    """The tour, if it beats position order by 1 % on average over the spread's factors,
+    else position order.
 
     Where positions are estimates, a tour that leans on a neighbouring wrap lying right
     beside the head may find it a wrap away on the real tape; position order moves
     forward along the tape and barely depends on the estimate.
     """
     spans = [offsets[i] for i in late]
-    factors = tuple(factors) if factors else spread_factors(profile)
-    views = [(f, _scaled(spans, f)) for f in factors]
+    views = [(f, _scaled(spans, f)) for f in spread_factors(profile)]
 
     def mean_cost(order: Sequence[int]) -> float:
         total = sum(order_cost([v[i] for i in order], int(head * f), profile) for f, v in views)
         return total / len(views)
 
-    tour = robust_tour(spans, head, profile, factors)
+    tour = rao_order(spans, head, profile)
     if mean_cost(tour) < 0.99 * mean_cost(range(len(late))):
         return [late[i] for i in tour]
     return late
@@ -296,15 +248,13 @@ def order_reads(
     mode: str,
     *,
     urgent: Mapping[int, float] | None = None,
-    factors: Sequence[float] | None = None,
 ) -> list[ReadItem]:
     """*items* (in position order) reordered by RAO when *mode* asks for it and it pays.
 
     *profile* is the backend's timing model, None when it has none: ``auto`` then keeps
     position order and ``on`` falls back to the LTO-9 model. Items whose ``id()`` is a key
     of *urgent* join the order within that many seconds (:func:`insert_early`) when
-    :func:`inserts_urgent`. *factors*: the scales of the estimated positions still
-    plausible (``calibrate.Calibration.factors``); ``auto`` plans over them.
+    :func:`inserts_urgent`.
     """
     if mode == "off" or len(items) < 2:
         return list(items)
@@ -323,7 +273,7 @@ def order_reads(
     if not late:  # all of one priority: nothing to put before the rest
         late, early = early, []
     if mode == "auto":
-        order = _robust_order(late, offsets, drive.head_offset, profile, factors)
+        order = _robust_order(late, offsets, drive.head_offset, profile)
     else:
         order = [late[i] for i in rao_order([offsets[i] for i in late], drive.head_offset, profile)]
     if early:
