@@ -7,7 +7,7 @@ import functools
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeAlias, TypeVar
 
 import structlog
 from sqlalchemy import event, exc
@@ -65,6 +65,15 @@ def _sqlite_pragmas(engine: AsyncEngine, busy_timeout_s: float) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
         cursor.close()
+
+
+#: The database handle the daemon's wiring passes around (tssd.app imports no SQLAlchemy).
+Database: TypeAlias = AsyncEngine
+
+
+def database_name(url: str) -> str:
+    """The kind of database *url* names (sqlite, postgresql), as the logs show it."""
+    return make_url(url).get_backend_name()
 
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[Any]:
