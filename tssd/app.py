@@ -165,6 +165,7 @@ def _scheduler(
         urgent_elsewhere=urgent_elsewhere,
         backpressure=_backpressure(settings, metrics, store) if wiring.guards else None,
     )  # fmt: skip
+    # Located recalls join the index with their arrival on the scheduler's clock.
     intake = Intake(store, backend, retrier, policy, planner=tiers.planner, now=clock.now)
     return Scheduler(
         s, store, drives, intake, runner, metrics, policy, chooser=chooser,

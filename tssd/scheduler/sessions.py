@@ -55,15 +55,11 @@ def error_code(exc: BaseException) -> int:
 
 
 class SessionRunner(WritableBatches):
-    """Runs one tape session at a time per drive it is given: :meth:`recall` reads a
-    tape's queued recalls, :meth:`migrate` writes a storage class's batch.
-
-    The scheduler chooses the drive and the work and reserves both; the runner claims the
-    requests, moves the data and finishes each request, and whatever it did not get to
-    goes back to the queue when the session ends, however it ends. It changes drives only
-    through the :class:`DriveManager`, reserves the tape a migration fills in
-    *reservations*, and keeps its priority tiers in *tiers*.
-    """
+    """Runs the sessions the scheduler starts: :meth:`recall` reads a tape's queued
+    recalls, :meth:`migrate` writes a storage class's batch. It claims, moves and finishes
+    the requests; what it did not get to goes back to the queue however a session ends.
+    Drives change only through the DriveManager; the tape a migration fills is reserved
+    in *reservations*; which session yields or is interrupted is kept in *tiers*."""
 
     def __init__(
         self,
@@ -97,10 +93,8 @@ class SessionRunner(WritableBatches):
         #: then leaves its ordinary ones for later.
         self.urgent_elsewhere = urgent_elsewhere
         self._claimed_entries: dict[int, Entry] = {}
-        #: Which higher-priority requests interrupt a pass, and which sessions yield.
         self.tiers = tiers
-        #: The scheduler's per-tape index, when it keeps one (the ``tssd`` policy).
-        self.planner = tiers.planner
+        self.planner = tiers.planner  # the scheduler's per-tape index (tssd policy)
         self.reservations = reservations
         #: Queues an operator paused (told by the scheduler): no session claims their work.
         self.paused: frozenset[str] = frozenset()
@@ -114,8 +108,7 @@ class SessionRunner(WritableBatches):
         self.sink_for = sink_for
         self.source_for = source_for
         self.chunk = chunk
-        #: Disk backpressure (tssd/backpressure.py): recalls into full file systems wait.
-        self.backpressure = backpressure
+        self.backpressure = backpressure  # recalls into full file systems wait
 
     def pause(self, queues: frozenset[str]) -> None:
         """The queues an operator paused now: their work is not claimed."""
