@@ -103,6 +103,8 @@ async def _compose(
     b = settings.backend
     policy = RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s, max(1, b.max_same_failures))
     retrier = Retrier(policy, metrics, clock)
+    # Requeues waiting for their backoff end with the daemon: start-up requeues them.
+    stack.callback(retrier.cancel_waiting)
     # The cost model's per-tape index drops requests as they finish, wherever they do.
     planner = Planner()
     listeners = ((planner.take,) if wiring.policy.cost_model else ()) + wiring.on_finished
@@ -112,6 +114,7 @@ async def _compose(
         poll_ttl_s=settings.api.poll_cache_s,
         instance=store_instance(settings.cluster, postgres=postgres),
     )  # fmt: skip
+    stack.push_async_callback(store.tally.close)  # a background recount, if running
     # Before the scheduler reads the queues table: [[queues]] tables win at start.
     await AdminStore(sessions).seed_queues(settings.queues)
     claims = volume_claims(settings.cluster, store)
