@@ -10,23 +10,29 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
 import structlog
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tssd.activity import depth_sampler
 from tssd.api.server import start_listeners
+from tssd.backends.base import TapeBackend
 from tssd.backends.factory import create_backend
 from tssd.backpressure import Backpressure
 from tssd.clock import Clock, Offload, RealClock, in_thread
-from tssd.cluster.node import cluster_node
+from tssd.cluster.node import cluster_node, store_instance, volume_claims
 from tssd.config import Settings
 from tssd.db.admin import AdminStore
-from tssd.db.engine import create_engine, is_postgres, session_factory
+from tssd.db.engine import (
+    Database,
+    create_engine,
+    database_name,
+    is_postgres,
+    session_factory,
+)
+from tssd.db.notifier import Notifier
 from tssd.db.retention import retention
 from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
@@ -37,14 +43,21 @@ from tssd.metrics import Metrics
 from tssd.metrics_db import database_gauges
 from tssd.ownership import ownership_warnings
 from tssd.retry import Retrier, RetryPolicy
+from tssd.scheduler.choose import Chooser
 from tssd.scheduler.core import Scheduler
+from tssd.scheduler.cost import profile_of
 from tssd.scheduler.drives import DriveManager
 from tssd.scheduler.intake import Intake
+from tssd.scheduler.planner import Planner
 from tssd.scheduler.policy import Policy, get_policy
+from tssd.scheduler.reservations import Reservations
 from tssd.scheduler.sessions import SessionRunner, SinkFactory, SourceFactory
+from tssd.scheduler.tiers import PriorityTiers
 from tssd.services import Services
 
 log = structlog.get_logger()
+
+FinishedListener = Callable[[Sequence[int]], object]
 
 
 @dataclass(frozen=True)
@@ -60,77 +73,134 @@ class Wiring:
     guards: bool = False
     #: How CPU-bound scheduling work runs (``tssd.clock.inline`` in virtual time).
     offload: Offload = in_thread
+    #: Called with the ids of requests that just finished (``tssd simulate`` counts them).
+    on_finished: tuple[FinishedListener, ...] = ()
 
 
 @asynccontextmanager
 async def build_services(
-    settings: Settings, wiring: Wiring | None = None, engine: AsyncEngine | None = None
+    settings: Settings, wiring: Wiring | None = None, engine: Database | None = None
 ) -> AsyncIterator[Services]:
     """Every component of a daemon, opened in order and closed in reverse.
 
-    Without *engine* the database of the settings is opened and its schema checked; with
-    one (simulation) the caller owns it.
+    The composition root: each component gets its collaborators in its constructor, and
+    whatever must be closed is entered on one exit stack. Without *engine* the database
+    of the settings is opened and its schema checked; with one (simulation) the caller
+    owns it.
     """
-    wiring = wiring or Wiring()
-    clock = wiring.clock
     async with AsyncExitStack() as stack:
         if engine is None:
             engine = await stack.enter_async_context(_database(settings))
-        sessions = session_factory(engine)
-        metrics = Metrics()
-        backend = await stack.enter_async_context(create_backend(settings, sessions, clock))
-        b = settings.backend
-        policy = RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s, max(1, b.max_same_failures))
-        retrier = Retrier(policy, metrics, clock)
-        store = RequestStore(sessions, postgres=is_postgres(engine))
-        store.polls.ttl_s = settings.api.poll_cache_s
-        # Before the scheduler reads the queues table: [[queues]] tables win at start.
-        await AdminStore(sessions).seed_queues(settings.queues)
-        drives = DriveManager(backend, sessions, retrier, metrics, clock)
-        # Joins the instances sharing the database before the scheduler requeues its own.
-        node = await stack.enter_async_context(cluster_node(settings.cluster, store, backend))
-        drives.claims = node.claims
-        movers = FileMovers(settings, store)
-        runner = SessionRunner(
-            store, backend, drives, retrier, metrics, sink_for=wiring.sink_for or movers.sink,
-            source_for=wiring.source_for or movers.source, chunk=settings.scheduler.recall_chunk,
-            policy=wiring.policy, offload=wiring.offload,
-        )  # fmt: skip
-        if wiring.guards:
-            attach_guards(settings, runner, drives, metrics, store)
-        intake = Intake(store, backend, retrier, wiring.policy)
-        scheduler = Scheduler(
-            settings.scheduler, store, drives, intake, runner, metrics, wiring.policy
-        )
-        node.on_changes = scheduler.resync_soon
-        yield Services(
-            settings=settings, store=store, backend=backend, metrics=metrics,
-            drives=drives, scheduler=scheduler, database=engine.dialect.name, cluster=node,
-        )  # fmt: skip
+        yield await _compose(settings, wiring or Wiring(), engine, stack)
 
 
-def attach_guards(
-    settings: Settings,
-    runner: SessionRunner,
-    drives: DriveManager,
-    metrics: Metrics,
-    store: RequestStore,
-) -> None:
-    """Hook the reliability guards (tssd/health.py, tssd/backpressure.py) into the sessions."""
-    h, bp = settings.health, settings.backpressure
-    health = Health(
-        drives.sessions, metrics, drive_max_failures=h.drive_max_failures,
-        tape_suspect_drives=h.tape_suspect_drives, on_drive_disabled=drives.update_gauge,
+async def _compose(
+    settings: Settings, wiring: Wiring, engine: Database, stack: AsyncExitStack
+) -> Services:
+    clock = wiring.clock
+    sessions = session_factory(engine)
+    metrics = Metrics()
+    backend = await stack.enter_async_context(create_backend(settings, sessions, clock))
+    b = settings.backend
+    policy = RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s, max(1, b.max_same_failures))
+    retrier = Retrier(policy, metrics, clock)
+    # Requeues waiting for their backoff end with the daemon: start-up requeues them.
+    stack.callback(retrier.cancel_waiting)
+    # The cost model's per-tape index drops requests as they finish, wherever they do.
+    planner = Planner()
+    listeners = ((planner.take,) if wiring.policy.cost_model else ()) + wiring.on_finished
+    postgres = is_postgres(engine)
+    store = RequestStore(
+        sessions, postgres=postgres, notifier=Notifier(listeners),
+        poll_ttl_s=settings.api.poll_cache_s,
+        instance=store_instance(settings.cluster, postgres=postgres),
     )  # fmt: skip
-    runner.health = drives.health = health
-    runner.backpressure = Backpressure(
+    stack.push_async_callback(store.tally.close)  # a background recount, if running
+    # Before the scheduler reads the queues table: [[queues]] tables win at start.
+    await AdminStore(sessions).seed_queues(settings.queues)
+    claims = volume_claims(settings.cluster, store)
+    drives = DriveManager(
+        backend, sessions, retrier, metrics, clock, claims=claims,
+        health=_health(settings, store, metrics) if wiring.guards else None,
+    )  # fmt: skip
+    scheduler = _scheduler(settings, wiring, store, backend, drives, retrier, metrics, planner)
+    # Joins the instances sharing the database before the scheduler requeues its own
+    # (Scheduler.start); builds nothing that needs the scheduler started.
+    node = await stack.enter_async_context(
+        cluster_node(
+            settings.cluster, store, backend, claims=claims, on_changes=scheduler.resync_soon
+        )
+    )
+    return Services(
+        settings=settings, store=store, backend=backend, metrics=metrics, drives=drives,
+        scheduler=scheduler, database=engine.dialect.name, cluster=node,
+    )  # fmt: skip
+
+
+def _scheduler(
+    settings: Settings,
+    wiring: Wiring,
+    store: RequestStore,
+    backend: TapeBackend,
+    drives: DriveManager,
+    retrier: Retrier,
+    metrics: Metrics,
+    planner: Planner,
+) -> Scheduler:
+    """The scheduler and its parts: chooser, reservations, tiers, sessions, intake."""
+    s, policy, clock = settings.scheduler, wiring.policy, wiring.clock
+    chooser = Chooser(s, store.sessions, drives, profile_of(backend), clock, planner=planner)
+    reservations = Reservations()
+    if policy.cost_model:
+        tiers = PriorityTiers(
+            drives, planner, interrupt_after_s=s.urgent_batch_s,
+            urgent_within_s=s.urgent_within_s, urgent_target_s=s.urgent_target_s,
+            queue_targets=chooser.targets,
+        )  # fmt: skip
+        rao, urgent_elsewhere = s.rao, chooser.urgent_late
+    else:
+        # No per-tape index: no request interrupts a pass, reads in position order.
+        tiers, rao, urgent_elsewhere = PriorityTiers(drives), "off", _never
+    movers = FileMovers(settings, store)
+    runner = SessionRunner(
+        store, backend, drives, retrier, metrics, reservations=reservations, tiers=tiers,
+        sink_for=wiring.sink_for or movers.sink, source_for=wiring.source_for or movers.source,
+        chunk=s.recall_chunk, policy=policy, rao=rao, offload=wiring.offload,
+        urgent_elsewhere=urgent_elsewhere,
+        backpressure=_backpressure(settings, metrics, store) if wiring.guards else None,
+    )  # fmt: skip
+    # Located recalls join the index with their arrival on the scheduler's clock.
+    intake = Intake(store, backend, retrier, policy, planner=tiers.planner, now=clock.now)
+    return Scheduler(
+        s, store, drives, intake, runner, metrics, policy, chooser=chooser,
+        reservations=reservations,
+    )  # fmt: skip
+
+
+def _never(volume: str) -> bool:
+    return False
+
+
+def _health(settings: Settings, store: RequestStore, metrics: Metrics) -> Health:
+    """Drive and tape health bookkeeping (tssd/health.py), held by the drive manager."""
+    h = settings.health
+    return Health(
+        store.sessions, metrics, drive_max_failures=h.drive_max_failures,
+        tape_suspect_drives=h.tape_suspect_drives,
+    )  # fmt: skip
+
+
+def _backpressure(settings: Settings, metrics: Metrics, store: RequestStore) -> Backpressure:
+    """Disk backpressure (tssd/backpressure.py): recalls into full file systems wait."""
+    bp = settings.backpressure
+    return Backpressure(
         min_free_bytes=bp.min_free_bytes, min_free_percent=bp.min_free_percent,
         recheck_s=bp.recheck_s, metrics=metrics, on_release=store.notifier.work.set,
     )  # fmt: skip
 
 
 @asynccontextmanager
-async def _database(settings: Settings) -> AsyncIterator[AsyncEngine]:
+async def _database(settings: Settings) -> AsyncIterator[Database]:
     engine = create_engine(
         settings.database_url,
         pool_size=settings.database.pool_size,
@@ -138,7 +208,7 @@ async def _database(settings: Settings) -> AsyncIterator[AsyncEngine]:
     )
     try:
         revision = await ensure_schema(engine, auto_init=settings.database.auto_init)
-        backend = make_url(settings.database_url).get_backend_name()
+        backend = database_name(settings.database_url)
         log.info("db.ready", database=backend, revision=revision)
         yield engine
     finally:
@@ -193,7 +263,7 @@ async def serve(settings: Settings) -> None:
         )
         await stop.wait()
         log.info("daemon.stopping", grace_s=settings.scheduler.shutdown_grace_s)
-        services.accepting = False
+        services.stop_accepting()
         await intakes.aclose()
         await services.scheduler.stop(settings.scheduler.shutdown_grace_s)
         task.cancel()

@@ -36,6 +36,10 @@ class Services:
     started_at: datetime = field(default_factory=utcnow)
     _started_mono: float = field(default_factory=time.monotonic)
 
+    def stop_accepting(self) -> None:
+        """Shutting down: submissions are answered 503 from now on."""
+        self.accepting = False
+
     async def status(self) -> dict[str, Any]:
         counts: dict[str, dict[str, int]] = {}
         queues: dict[str, dict[str, int]] = {}

@@ -44,11 +44,8 @@ async def manager(sessions: async_sessionmaker[Any]) -> DriveManager:
     metrics = Metrics()
     retrier = Retrier(RetryPolicy(attempts=2, base_s=0.0, max_s=0.0), metrics, RealClock())
     backend = cast(TapeBackend, FlakyLibrary())
-    drives = DriveManager(backend, sessions, retrier, metrics, RealClock())
-    drives.health = Health(
-        sessions, metrics, drive_max_failures=3, tape_suspect_drives=3,
-        on_drive_disabled=drives.update_gauge,
-    )  # fmt: skip
+    health = Health(sessions, metrics, drive_max_failures=3, tape_suspect_drives=3)
+    drives = DriveManager(backend, sessions, retrier, metrics, RealClock(), health=health)
     await drives.load()
     return drives
 

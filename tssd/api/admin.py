@@ -145,12 +145,7 @@ async def _set_enabled(request: web.Request, enabled: bool) -> web.Response:
     svc = services(request)
     name = request.match_info["name"]
     await admin(request).set_drive_enabled(name, enabled)
-    state = svc.drives.drives.get(name)
-    if state is not None:
-        state.enabled = enabled
-        svc.drives.update_gauge()
-        if enabled and svc.drives.health is not None:
-            svc.drives.health.reset_drive(name)
+    svc.drives.set_enabled(name, enabled)
     log.info("drive.operator_enable" if enabled else "drive.operator_disable", drive=name)
     svc.store.notifier.work.set()
     rows = _live(svc, await admin(request).drives())

@@ -49,12 +49,19 @@ def fence(instance: str) -> None:
 class Node:
     """The cluster as one instance sees it."""
 
-    def __init__(self, instance: str, claims: VolumeClaims) -> None:
+    def __init__(
+        self,
+        instance: str,
+        claims: VolumeClaims,
+        *,
+        drive_names: list[str] | None = None,
+        on_changes: Callable[[], None] | None = None,
+    ) -> None:
         self.instance = instance
         self.claims = claims
-        self.drive_names: list[str] = []
+        self.drive_names: list[str] = drive_names or []
         #: Called when others changed the queue (the scheduler reloads its index).
-        self.on_changes: Callable[[], None] | None = None
+        self.on_changes = on_changes
 
     @property
     def shared(self) -> bool:
@@ -77,10 +84,13 @@ class SharedNode(Node):
         settings: ClusterSettings,
         store: RequestStore,
         on_lost: Callable[[str], None] = fence,
+        *,
+        claims: SharedClaims | None = None,
+        on_changes: Callable[[], None] | None = None,
     ) -> None:
         instance = instance_id(settings)
-        self._claims = SharedClaims(store.sessions, instance)
-        super().__init__(instance, self._claims)
+        self._claims = claims if claims is not None else SharedClaims(store.sessions, instance)
+        super().__init__(instance, self._claims, on_changes=on_changes)
         self.settings = settings
         self.registry = Registry(store.sessions, instance, socket.gethostname(), settings.lease_s)
         self.reaper = Reaper(store, instance, settings.lease_s)
@@ -159,23 +169,53 @@ class SharedNode(Node):
             self.on_changes()
 
 
+def is_shared(settings: ClusterSettings, *, postgres: bool) -> bool:
+    """Whether this daemon shares its database with others: on PostgreSQL, unless disabled."""
+    return settings.enabled and postgres
+
+
+def store_instance(settings: ClusterSettings, *, postgres: bool) -> str | None:
+    """The ``instance`` of this daemon's RequestStore: its id when shared, else None."""
+    return instance_id(settings) if is_shared(settings, postgres=postgres) else None
+
+
+def volume_claims(settings: ClusterSettings, store: RequestStore) -> VolumeClaims:
+    """The claims :func:`cluster_node` keeps current (built first: the drives ask them)."""
+    if is_shared(settings, postgres=store.postgres):
+        return SharedClaims(store.sessions, instance_id(settings))
+    return LocalClaims()
+
+
 @asynccontextmanager
 async def cluster_node(
-    settings: ClusterSettings, store: RequestStore, backend: TapeBackend
+    settings: ClusterSettings,
+    store: RequestStore,
+    backend: TapeBackend,
+    *,
+    claims: VolumeClaims | None = None,
+    on_changes: Callable[[], None] | None = None,
 ) -> AsyncIterator[Node]:
-    """The node of this daemon: shared on PostgreSQL (unless disabled), else local."""
-    if not (settings.enabled and store.postgres):
-        node = Node(instance_id(settings), LocalClaims())
-        node.drive_names = [d.name for d in await backend.drives()]
-        yield node
+    """The node of this daemon: shared on PostgreSQL (unless disabled), else local.
+
+    *claims* come from :func:`volume_claims`; *on_changes* is called when other instances
+    changed the queue. The store's ``instance`` must be :func:`instance_id` when shared.
+    """
+    if not is_shared(settings, postgres=store.postgres):
+        names = [d.name for d in await backend.drives()]
+        local = claims if claims is not None else LocalClaims()
+        yield Node(instance_id(settings), local, drive_names=names, on_changes=on_changes)
         return
     if settings.lease_s < 3 * settings.heartbeat_s:
         raise ConfigError(
             f"cluster.lease_s ({settings.lease_s}) must be at least 3 heartbeats "
             f"(cluster.heartbeat_s = {settings.heartbeat_s})"
         )
-    shared = SharedNode(settings, store)
-    store.instance = shared.instance
+    if claims is not None and not isinstance(claims, SharedClaims):
+        raise TypeError("a shared node needs SharedClaims (tssd.cluster.node.volume_claims)")
+    if store.instance != instance_id(settings):
+        # Its requeue at start would otherwise take back the other instances' work.
+        raise ValueError("a shared node needs RequestStore(instance=instance_id(settings))")
+    shared = SharedNode(settings, store, claims=claims, on_changes=on_changes)
     await shared.start([d.name for d in await backend.drives()])
     try:
         yield shared

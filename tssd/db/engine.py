@@ -79,6 +79,15 @@ def _sqlite_pragmas(engine: AsyncEngine, busy_timeout_s: float) -> None:
         cursor.close()
 
 
+#: The database handle the daemon's wiring passes around (tssd.app imports no SQLAlchemy).
+Database: TypeAlias = AsyncEngine
+
+
+def database_name(url: str) -> str:
+    """The kind of database *url* names (sqlite, postgresql), as the logs show it."""
+    return make_url(url).get_backend_name()
+
+
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[Any]:
     return async_sessionmaker(engine, expire_on_commit=False)
 

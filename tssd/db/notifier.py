@@ -6,19 +6,25 @@ Other tssd instances' finishes arrive through ``tssd.cluster.listen`` (NOTIFY ts
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 
 class Notifier:
     """Wakes waiters when requests finish (here, or elsewhere as the cluster listener hears)."""
 
-    def __init__(self) -> None:
+    def __init__(self, listeners: Iterable[Callable[[Sequence[int]], object]] = ()) -> None:
         self._waiters: dict[int, set[asyncio.Event]] = {}
         self.work = asyncio.Event()
         #: Kinds of requests submitted since the scheduler last looked.
         self.kinds: set[str] = set()
-        #: Called with the ids of requests that just finished (simulation bookkeeping).
-        self.listeners: list[Callable[[Sequence[int]], None]] = []
+        #: Called, in order, with the ids of requests that just finished (the scheduler's
+        #: planner, simulation bookkeeping).
+        self.listeners = tuple(listeners)
+
+    def take_kinds(self) -> set[str]:
+        """The kinds noted since the last call (the scheduler's pass takes them)."""
+        kinds, self.kinds = self.kinds, set()
+        return kinds
 
     def watch(self, request_id: int) -> asyncio.Event:
         event = asyncio.Event()

@@ -74,17 +74,33 @@ class ListFilter:
 
 
 class RequestStore:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], *, postgres: bool) -> None:
+    """Every change of a request's state, and the reads that must agree with them.
+
+    Each method is one transaction; a transition happens only from the states it names,
+    so concurrent sessions, cancels and other instances never overwrite each other. Every
+    change keeps the *notifier* (wake-ups) and the poll index (tss-hsm's reads) current.
+    *instance* is this daemon's id when several share the database (tssd.cluster).
+    """
+
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        postgres: bool,
+        notifier: Notifier | None = None,
+        poll_ttl_s: float = 600.0,
+        instance: str | None = None,
+    ) -> None:
         self.sessions = sessions
         self.engine: AsyncEngine = sessions.kw["bind"]
         self.postgres = postgres
-        self.notifier = Notifier()
+        self.notifier = notifier if notifier is not None else Notifier()
         #: Open recalls and migrations for tss-hsm's polls; kept current by every change here.
-        self.polls = PollIndex()
+        self.polls = PollIndex(ttl_s=poll_ttl_s)
         self._reader: Engine | None = None
         self._writer: SqliteWriter | None = None
         #: This daemon's id when several share the database (tssd.cluster), else None.
-        self.instance: str | None = None
+        self.instance = instance
         #: Counts per kind, queue and state, bounded in cost at any size (tssd.db.counts).
         self.tally = Counts(sessions)
 

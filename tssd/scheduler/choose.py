@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass, field
 
 import structlog
@@ -45,6 +45,10 @@ class Running:
 
 @dataclass
 class Chooser:
+    """The ``tssd`` policy's ranking of recall tapes, pass after pass, and what it saw:
+    each tape's verdict, the planned starts, the sessions running (the scheduler tells
+    it through :meth:`started`, :meth:`ended` and :meth:`waiting`)."""
+
     settings: SchedulerSettings
     sessions: async_sessionmaker[AsyncSession]
     drives: DriveManager
@@ -70,6 +74,14 @@ class Chooser:
             for name, q in self.queues.items()
             if q.latency_target_s is not None
         }
+
+    def resync_soon(self) -> None:
+        """Reload the planner at the next full pass, however recent the last reload."""
+        self.resynced_at = float("-inf")
+
+    def waiting(self, urgent: frozenset[str]) -> None:
+        """The tapes of due higher-priority requests this pass found no drive for."""
+        self.urgent_waiting = urgent
 
     async def resync(self) -> None:
         """Reload the planner and the queue settings from the database."""
@@ -135,7 +147,7 @@ class Chooser:
         self.running.pop(drive, None)
 
     def preempt(
-        self, waiting: list[Verdict], yielding: set[str], tier_of: Callable[[str], int]
+        self, waiting: list[Verdict], yielding: Set[str], tier_of: Callable[[str], int]
     ) -> list[str]:
         """Drives whose sessions should yield to higher-priority tapes still waiting.
 

@@ -4,8 +4,8 @@ With the ``tssd`` policy, recall candidates come from the in-memory per-tape ind
 (``planner.py``) ranked by the cost model (``cost.py``), which also names the rule that
 holds a tape back; the other policies (``tss``, ``fifo``) keep their simple database
 queries. Migrations are batched per storage class. A volume is never given to two
-drives: ``_volumes_busy`` is checked and updated without an ``await`` in between, and
-the database keeps ``drives.volume`` unique.
+drives: its reservation (``reservations.py``) is checked and taken without an ``await``
+in between, and the database keeps ``drives.volume`` unique.
 
 Extension points: :meth:`Scheduler.mountable` is the one predicate deciding whether a
 volume may be given a drive now (health, cluster claims), and :meth:`Scheduler._session`
@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +36,7 @@ from tssd.scheduler.intake import Intake, unpaused
 from tssd.scheduler.planner import Planner
 from tssd.scheduler.policy import Policy
 from tssd.scheduler.queues import paused_queues
+from tssd.scheduler.reservations import Reservations
 from tssd.scheduler.sessions import SessionRunner
 
 log = structlog.get_logger()
@@ -60,6 +60,16 @@ class Candidate:
 
 
 class Scheduler:
+    """Decides, pass after pass, which work each free drive does, and runs it.
+
+    A pass (:meth:`schedule_once`) carries out the work that needs no drive (through the
+    *intake*), then gives free drives the best candidates: the *chooser*'s ranked tapes
+    (``tssd`` policy) or the policy's queries, and storage classes due for migration. Each
+    session runs as a task of its own through the *runner*; the *reservations* make sure
+    no volume or storage class is in two sessions, and drives change only through the
+    *drives* manager. :meth:`stop` starts no more sessions and drains the running ones.
+    """
+
     def __init__(
         self,
         settings: SchedulerSettings,
@@ -69,6 +79,9 @@ class Scheduler:
         runner: SessionRunner,
         metrics: Metrics,
         policy: Policy,
+        *,
+        chooser: Chooser,
+        reservations: Reservations,
     ) -> None:
         self.policy = policy
         self.settings = settings
@@ -77,9 +90,8 @@ class Scheduler:
         self.intake = intake
         self.runner = runner
         self.metrics = metrics
+        self.reservations = reservations
         self._tasks: set[asyncio.Task[None]] = set()
-        self._volumes_busy: set[str] = runner.volumes_busy
-        self._classes_busy: set[str] = set()
         self._stopping = asyncio.Event()
         self._unload_failed: set[str] = set()
         self._seen_pending: set[tuple[str, str]] = set()
@@ -92,35 +104,19 @@ class Scheduler:
         #: perf_counter() of each drive freed since the last pass began (decision metric).
         self._freed: list[float] = []
         self._drive_freed = asyncio.Event()
-        self.chooser = Chooser(
-            settings, store.sessions, drives, runner.profile, drives.clock, planner=Planner()
-        )
-        if policy.cost_model:
-            self.planner: Planner | None = self.chooser.planner
-            intake.planner = runner.planner = self.planner
-            intake.now = drives.clock.now
-            runner.rao = settings.rao
-            runner.interrupt_after_s = settings.urgent_batch_s
-            runner.urgent_within_s = settings.urgent_within_s
-            runner.urgent_target_s = settings.urgent_target_s
-            runner.urgent_elsewhere = self.chooser.urgent_late
-            runner.queue_targets = self.chooser.targets
-            store.notifier.listeners.append(self._finished)
-        else:
-            self.planner = None
-
-    def _finished(self, ids: Sequence[int]) -> None:
-        if self.planner is not None:
-            self.planner.take(ids)
+        self.chooser = chooser
+        #: The per-tape index of the cost model (``tssd`` policy), else None.
+        self.planner: Planner | None = chooser.planner if policy.cost_model else None
 
     def mountable(self, volume: str) -> bool:
         """Whether *volume* may be given a drive now (extend: health, cluster claims)."""
-        return volume not in self._volumes_busy and self.drives.claims.mountable(volume)
+        busy = self.reservations.volume_busy(volume)
+        return not busy and self.drives.claims.mountable(volume)
 
     def resync_soon(self) -> None:
         """Others changed the queue (tssd.cluster): reload the index on the next pass."""
         if self.planner is not None:
-            self.chooser.resynced_at = float("-inf")
+            self.chooser.resync_soon()
         self.store.notifier.kinds.add("any")
         self.store.notifier.work.set()
 
@@ -195,10 +191,11 @@ class Scheduler:
 
     async def schedule_once(self, *, full: bool = True) -> None:
         """One pass. Not *full*: skip the kinds of work nobody submitted since the last."""
-        kinds, self.store.notifier.kinds = self.store.notifier.kinds, set()
+        kinds = self.store.notifier.take_kinds()
         full = full or "any" in kinds
         if full or "queues" in kinds:
-            self._paused = self.runner.paused = await paused_queues(self.store.sessions)
+            self._paused = await paused_queues(self.store.sessions)
+            self.runner.pause(self._paused)
         if full or "remove" in kinds:
             await self.intake.removals()
         if full or "migrate" in kinds or "queues" in kinds:
@@ -211,7 +208,7 @@ class Scheduler:
                     await self.runner.complete_migration(claimed[0], copy)
         # Locate everything queued before choosing: a tape started on a partial view of
         # its queue reads sparsely and leaves files behind the head for another mount.
-        while await self.intake.locate_recalls(self._volumes_busy) >= self.intake.batch:
+        while await self.intake.locate_recalls(self.reservations.volumes) >= self.intake.batch:
             pass
         if self._stopping.is_set():
             return
@@ -238,7 +235,7 @@ class Scheduler:
 
     async def _assign_planned(self) -> None:
         """Cost-model pass: rank tapes, fill free drives, ask for preemption if needed."""
-        ranked = self.chooser.rank(self._volumes_busy, self.mountable)
+        ranked = self.chooser.rank(self.reservations.volumes, self.mountable)
         recalls = [
             Candidate("recall", v.volume, v.priority, 0.0, v.queue, v.queues, v.service_s)
             for v in ranked
@@ -264,11 +261,11 @@ class Scheduler:
             if candidate.purpose == "recall":
                 per_queue[candidate.queue] += 1
             self._start(drive, candidate)
-        self.chooser.urgent_waiting = frozenset(v.volume for v in waiting if v.priority > 0)
-        yielding = self.runner.yield_requested
-        for name in self.chooser.preempt(waiting, yielding, self.runner.tier_of):
+        self.chooser.waiting(frozenset(v.volume for v in waiting if v.priority > 0))
+        tiers = self.runner.tiers
+        for name in self.chooser.preempt(waiting, tiers.yielding, tiers.tier_of):
             log.info("session.preempt", drive=name, volume=self.chooser.running[name].volume)
-            self.runner.yield_requested.add(name)
+            tiers.ask_yield(name)
 
     def _queue_room(self, candidate: Candidate, per_queue: Counter[str]) -> bool:
         limit = self.chooser.queues.get(candidate.queue, QueuePolicy()).max_drives
@@ -280,7 +277,8 @@ class Scheduler:
         groups = await self.intake.migration_groups(self._paused) if waiting else []
         self._migrations_waiting = bool(groups)
         for sc, _files, nbytes, age in groups:
-            if sc in self._classes_busy or self.runner.filling.get(sc) in self._volumes_busy:
+            filling = self.runner.filling.get(sc)
+            if self.reservations.class_busy(sc) or filling in self.reservations.volumes:
                 continue
             if (
                 nbytes >= self.settings.migrate_batch_bytes
@@ -299,7 +297,7 @@ class Scheduler:
         )
         if self.policy.files_per_session is not None:
             # Arrival order: the tapes of the oldest requests, one file at a time.
-            limit = 4 * len(self.drives.drives) + len(self._volumes_busy)
+            limit = 4 * len(self.drives.drives) + len(self.reservations.volumes)
             stmt = select(Request.volume, Request.priority, Request.id).where(*queued)
             rows = (await self._rows(stmt.order_by(Request.id).limit(limit)))[::-1]
         else:
@@ -309,7 +307,7 @@ class Scheduler:
         by_volume = {
             v: Candidate("recall", v, (p or 0) if use_priority else 0, float(first))
             for v, p, first in rows
-            if v is not None and v not in self._volumes_busy and self.drives.claims.mountable(v)
+            if v is not None and self.mountable(v)
         }
         return list(by_volume.values())
 
@@ -333,16 +331,18 @@ class Scheduler:
         return min(free, key=lambda d: (d.volume is not None, d.idle_since))
 
     def _start(self, drive: DriveState, candidate: Candidate) -> None:
-        drive.busy = True
+        self.drives.occupy(drive)
         self.sessions_started[candidate.purpose] += 1
-        busy = self._volumes_busy if candidate.purpose == "recall" else self._classes_busy
-        busy.add(candidate.target)
+        if candidate.purpose == "recall":
+            self.reservations.hold_volume(candidate.target)
+        else:
+            self.reservations.hold_class(candidate.target)
         if drive.volume is not None:
-            self._volumes_busy.add(drive.volume)
+            self.reservations.hold_volume(drive.volume)
         if candidate.purpose == "recall":
             # A session starting for urgent work must not look preemptible before its
             # first pass has set its priority.
-            self.runner.set_tier(drive.name, candidate.priority)
+            self.runner.tiers.set_tier(drive.name, candidate.priority)
             self.chooser.started(
                 drive.name, candidate.target, candidate.queue, candidate.priority,
                 candidate.service_s,
@@ -366,19 +366,20 @@ class Scheduler:
             else:
                 await self.runner.migrate(drive, candidate.target)
         except TssdError as exc:
-            drive.last_error = str(exc)
+            self.drives.session_failed(drive, str(exc))
             log.warning("session.failed", drive=drive.name, target=candidate.target, error=str(exc))
         except Exception:
             log.exception("session.crashed", drive=drive.name, target=candidate.target)
         finally:
             self.chooser.ended(drive.name)
-            self.runner.yield_requested.discard(drive.name)
-            busy = self._volumes_busy if candidate.purpose == "recall" else self._classes_busy
-            busy.discard(candidate.target)
+            self.runner.tiers.session_ended(drive.name)
+            if candidate.purpose == "recall":
+                self.reservations.release_volume(candidate.target)
+            else:
+                self.reservations.release_class(candidate.target)
             if held is not None:
-                self._volumes_busy.discard(held)
-            drive.busy = False
-            drive.idle_since = self.drives.clock.now()
+                self.reservations.release_volume(held)
+            self.drives.vacate(drive, idle_since=self.drives.clock.now())
             self._freed.append(time.perf_counter())
             self._drive_freed.set()
             self.drives.update_gauge()
@@ -398,19 +399,19 @@ class Scheduler:
             if may_wait and now - drive.idle_since < self.settings.keep_mounted_s:
                 continue
             volume = drive.volume
-            self._volumes_busy.add(volume)
-            drive.busy = True
+            self.reservations.hold_volume(volume)
+            self.drives.occupy(drive)
             try:
                 await self.drives.dismount(drive)
                 self._unload_failed.discard(drive.name)
             except TssdError as exc:
                 # Retried after keep_mounted_s, not on every pass.
                 self._unload_failed.add(drive.name)
-                drive.idle_since = now
+                self.drives.idle_from(drive, now)
                 log.warning("dismount.failed", drive=drive.name, volume=volume, error=str(exc))
             finally:
-                drive.busy = False
-                self._volumes_busy.discard(volume)
+                self.drives.vacate(drive)
+                self.reservations.release_volume(volume)
 
     async def _update_pending(self) -> None:
         # A full count scans the table: often enough for a gauge, not on every pass.

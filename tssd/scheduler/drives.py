@@ -20,7 +20,7 @@ from tssd.clock import Clock
 from tssd.cluster.claims import LocalClaims, VolumeClaims
 from tssd.db.models import Drive, Mount, Tape, utcnow
 from tssd.errors import BackendError
-from tssd.health import Health, record_failure
+from tssd.health import Health, record_failure, record_success
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
 from tssd.scheduler.queues import MountLedger
@@ -78,7 +78,11 @@ class MountRecord:
 
 
 class DriveManager:
-    """Mounts and dismounts through the backend, recording each mount."""
+    """Mounts and dismounts through the backend, recording each mount.
+
+    The one owner of every :class:`DriveState`: the scheduler, the sessions and the API
+    read them and change them only through the methods here (occupy, vacate, failed...).
+    """
 
     def __init__(
         self,
@@ -87,6 +91,9 @@ class DriveManager:
         retrier: Retrier,
         metrics: Metrics,
         clock: Clock,
+        *,
+        claims: VolumeClaims | None = None,
+        health: Health | None = None,
     ) -> None:
         self.backend = backend
         self.sessions = sessions
@@ -94,10 +101,10 @@ class DriveManager:
         self.metrics = metrics
         self.clock = clock
         self.drives: dict[str, DriveState] = {}
-        #: Drive and tape failure bookkeeping (tssd/health.py), wired by tssd serve.
-        self.health: Health | None = None
+        #: Drive and tape failure bookkeeping (tssd/health.py); None in simulations.
+        self.health = health
         #: Cartridge claims among instances sharing the database (tssd.cluster).
-        self.claims: VolumeClaims = LocalClaims()
+        self.claims: VolumeClaims = claims if claims is not None else LocalClaims()
         self._recent: deque[tuple[float, int]] = deque()
         #: Every mount of this process, for reports; the database keeps the durable history.
         self.history: list[MountRecord] = []
@@ -144,6 +151,58 @@ class DriveManager:
             self.drives[info.name] = state
         self.update_gauge()
 
+    # -- the state of a drive, changed here only ------------------------------------------
+
+    def occupy(self, drive: DriveState) -> None:
+        """*drive* is taken by a session or a dismount: no other work is given to it."""
+        drive.busy = True
+
+    def vacate(self, drive: DriveState, *, idle_since: float | None = None) -> None:
+        """*drive* is free again (idle since *idle_since*, when given)."""
+        drive.busy = False
+        if idle_since is not None:
+            drive.idle_since = idle_since
+
+    def idle_from(self, drive: DriveState, at: float) -> None:
+        drive.idle_since = at
+
+    def session_failed(self, drive: DriveState, error: str) -> None:
+        drive.last_error = error
+
+    def begin_pass(self, drive: DriveState) -> None:
+        """A recall pass starts on *drive* (numbering :attr:`MountRecord.reads`)."""
+        drive.passes += 1
+
+    def head_moved(self, drive: DriveState, offset: int, position: int) -> None:
+        """*drive* read the file at *position*, which ends at byte *offset* (for RAO)."""
+        drive.head_offset = offset
+        if drive.record is not None:
+            drive.record.reads.append((drive.passes, position))
+
+    def set_enabled(self, name: str, enabled: bool) -> None:
+        """An operator enabled or disabled drive *name* (already written to the table)."""
+        state = self.drives.get(name)
+        if state is None:
+            return
+        state.enabled = enabled
+        self.update_gauge()
+        if enabled and self.health is not None:
+            self.health.reset_drive(name)
+
+    async def failed(
+        self, drive: DriveState, volume: str | None, error: BaseException, op: str
+    ) -> None:
+        """An *op* of *drive* (on *volume*) failed: count it against the hardware."""
+        enabled = drive.enabled
+        await record_failure(self.health, drive, volume, error, op)
+        if enabled and not drive.enabled:
+            self.update_gauge()
+
+    def succeeded(self, drive: DriveState, volume: str | None) -> None:
+        record_success(self.health, drive, volume)
+
+    # -- queries ---------------------------------------------------------------------------
+
     def holding(self, volume: str) -> DriveState | None:
         return next((d for d in self.drives.values() if d.volume == volume), None)
 
@@ -175,7 +234,7 @@ class DriveManager:
                 volume=volume,
             )  # fmt: skip
         except BackendError as exc:
-            await record_failure(self.health, drive, volume, exc, "mount")
+            await self.failed(drive, volume, exc, "mount")
             await self._mount_failed(drive.name, mount_id)
             raise
         ready = self.clock.now()

@@ -30,6 +30,14 @@ LOCATE_START = 250
 
 
 class Intake:
+    """The scheduler's work that needs no drive, each call one bounded batch: locating
+    queued recalls (which tape copy to read, into the *planner* when there is one),
+    carrying out removals, and finding migrations whose file is on tape already.
+
+    It changes requests only through the store; *now* stamps the arrival of located
+    recalls in the planner (the scheduler's clock).
+    """
+
     def __init__(
         self,
         store: RequestStore,
@@ -38,6 +46,8 @@ class Intake:
         policy: Policy,
         *,
         batch: int = 5000,
+        planner: Planner | None = None,
+        now: Callable[[], float] = lambda: 0.0,
     ) -> None:
         self.store = store
         self.backend = backend
@@ -47,8 +57,8 @@ class Intake:
         #: Recalls located per pass, bounded by LOCATE_BUDGET_S (see _locate_took).
         self.locate_limit = min(batch, LOCATE_START)
         #: The scheduler's per-tape index (``tssd`` policy): located recalls go there.
-        self.planner: Planner | None = None
-        self.now: Callable[[], float] = lambda: 0.0
+        self.planner = planner
+        self.now = now
 
     async def locate_recalls(self, busy_volumes: Iterable[str]) -> int:
         """Find the tape copy for queued recalls that have none yet; return how many, or

@@ -3,7 +3,7 @@
 A recall session keeps claiming the tape's queued requests, in position order, until
 none are left ahead of the head, so requests that arrive for the mounted tape ahead of
 the head join the running session. Within a claimed batch the reads may be reordered by
-software RAO (``rao.py``). A session asked to yield (``yield_requested``: a
+software RAO (``rao.py``). A session asked to yield (``PriorityTiers.ask_yield``: a
 higher-priority tape waits) stops after the file it is reading.
 """
 
@@ -31,15 +31,14 @@ from tssd.clock import Offload, inline
 from tssd.db.models import Kind, Request, State, utcnow
 from tssd.db.store import RequestStore
 from tssd.errors import ChecksumMismatch, TransientBackendError, TssdError
-from tssd.health import Health, record_failure, record_success
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
-from tssd.scheduler.cost import profile_of
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.intake import unpaused
 from tssd.scheduler.planner import Entry
 from tssd.scheduler.policy import Policy
 from tssd.scheduler.rao import OFFLOAD_ABOVE, inserts_urgent, order_reads
+from tssd.scheduler.reservations import Reservations
 from tssd.scheduler.tiers import PriorityTiers
 from tssd.scheduler.writable import WritableBatches
 from tssd.submit import make_uri
@@ -55,7 +54,13 @@ def error_code(exc: BaseException) -> int:
     return exc.exit_code if isinstance(exc, TssdError) else 1
 
 
-class SessionRunner(PriorityTiers, WritableBatches):
+class SessionRunner(WritableBatches):
+    """Runs the sessions the scheduler starts: :meth:`recall` reads a tape's queued
+    recalls, :meth:`migrate` writes a storage class's batch. It claims, moves and finishes
+    the requests; what it did not get to goes back to the queue however a session ends.
+    Drives change only through the DriveManager; the tape a migration fills is reserved
+    in *reservations*; which session yields or is interrupted is kept in *tiers*."""
+
     def __init__(
         self,
         store: RequestStore,
@@ -64,31 +69,34 @@ class SessionRunner(PriorityTiers, WritableBatches):
         retrier: Retrier,
         metrics: Metrics,
         *,
+        reservations: Reservations,
+        tiers: PriorityTiers,
         sink_for: SinkFactory,
         source_for: SourceFactory,
         chunk: int,
         policy: Policy,
         rao: str = "off",
         offload: Offload = inline,
+        urgent_elsewhere: Callable[[str], bool] = lambda volume: False,
+        backpressure: Backpressure | None = None,
     ) -> None:
         self.policy = policy
         #: Runs the read-order tour of a large batch (off the event loop in real time).
         self.offload = offload
         #: Order of reads in a batch: off (position), on (RAO), auto (the cheaper).
         self.rao = rao
-        self.profile = profile_of(backend)
         #: Per volume, the layout model RAO plans on (TapeBackend.geometry; None: unknown,
         #: position order). Asked once per volume: a cartridge's geometry does not change.
         self.layouts: dict[str, Profile | None] = {}
         #: Whether higher-priority requests of tapes other than the given one wait for a
-        #: drive (set by the scheduler): a session that came for urgent requests then
-        #: leaves its ordinary ones for later.
-        self.urgent_elsewhere: Callable[[str], bool] = lambda volume: False
+        #: drive (the scheduler's chooser knows): a session that came for urgent requests
+        #: then leaves its ordinary ones for later.
+        self.urgent_elsewhere = urgent_elsewhere
         self._claimed_entries: dict[int, Entry] = {}
-        self.init_tiers()
-        #: Volumes in use by a session; shared with the scheduler, which owns it.
-        self.volumes_busy: set[str] = set()
-        #: Queues an operator paused (set by the scheduler): no session claims their work.
+        self.tiers = tiers
+        self.planner = tiers.planner  # the scheduler's per-tape index (tssd policy)
+        self.reservations = reservations
+        #: Queues an operator paused (told by the scheduler): no session claims their work.
         self.paused: frozenset[str] = frozenset()
         #: The tape each storage class was last written to.
         self.filling: dict[str, str] = {}
@@ -100,9 +108,11 @@ class SessionRunner(PriorityTiers, WritableBatches):
         self.sink_for = sink_for
         self.source_for = source_for
         self.chunk = chunk
-        #: Reliability hooks (tssd/health.py, tssd/backpressure.py), wired by tssd serve.
-        self.health: Health | None = None
-        self.backpressure: Backpressure | None = None
+        self.backpressure = backpressure  # recalls into full file systems wait
+
+    def pause(self, queues: frozenset[str]) -> None:
+        """The queues an operator paused now: their work is not claimed."""
+        self.paused = queues
 
     # -- recall -----------------------------------------------------------------------
 
@@ -125,9 +135,9 @@ class SessionRunner(PriorityTiers, WritableBatches):
             await self._pass(drive, volume, queues, None)
             return
         ordinary_read = False
-        while drive.name not in self.yield_requested:
-            tier = self._top_priority(volume)
-            if tier is not None and ordinary_read and not self._due(volume, 0):
+        while drive.name not in self.tiers.yielding:
+            tier = self.tiers.top_priority(volume)
+            if tier is not None and ordinary_read and not self.tiers.due(volume, 0):
                 tier = None  # not waited long enough to turn the head round: in order
             # Unless this is a visit for urgent requests only, the tape's ordinary work is
             # read in the same pass, the urgent requests placed early in its read order.
@@ -167,9 +177,9 @@ class SessionRunner(PriorityTiers, WritableBatches):
         order = (Request.position, Request.id) if self.policy.position_order else (Request.id,)
         head: int | None = None
         total = 0
-        drive.passes += 1
-        self._tiers[drive.name] = tier if floor is None else floor
-        while (budget is None or budget > 0) and not self._interrupted(drive.name, volume):
+        self.drives.begin_pass(drive)
+        self.tiers.set_floor(drive.name, tier if floor is None else floor)
+        while (budget is None or budget > 0) and not self.tiers.interrupted(drive.name, volume):
             limit = self.chunk if budget is None else min(budget, self.chunk)
             stmt = self._queued(volume, queues)
             if tier is not None:
@@ -181,7 +191,8 @@ class SessionRunner(PriorityTiers, WritableBatches):
                 break
             if combine and tier is not None:
                 claimed += await self._claim_rest(drive, volume, queues, limit - len(claimed))
-                tier = self._tiers[drive.name] = None
+                tier = None
+                self.tiers.set_floor(drive.name, None)
             self._taken(claimed)
             total += len(claimed)
             if budget is not None:
@@ -238,21 +249,23 @@ class SessionRunner(PriorityTiers, WritableBatches):
 
     async def _read_batch(self, drive: DriveState, volume: str, claimed: list[Request]) -> None:
         pending = {r.id: r for r in claimed}
-        floor = self._tiers.get(drive.name) or 0
+        floor = self.tiers.floor(drive.name) or 0
         layout = self.layouts.get(volume)
         placed = inserts_urgent(layout, self.rao)
         # Higher-priority requests claimed with the pass: placed early in the read order
         # when RAO can, else read first once they are due (see _interrupted).
-        held = self._held[drive.name] = {
+        self.tiers.hold(drive.name, {
             r.id: (r.priority, e.arrived if (e := self._claimed_entries.get(r.id)) else 0.0)
             for r in claimed
             if r.priority > floor and not placed
-        }
+        })  # fmt: skip
         try:
             by_item = await self._read_items(volume, claimed, pending)
             batch = [i for i, _ in by_item.values()]
             urgent = {
-                k: self._read_within(r.id) for k, (_, r) in by_item.items() if r.priority > floor
+                k: self.tiers.read_within(self._claimed_entries.get(r.id))
+                for k, (_, r) in by_item.items()
+                if r.priority > floor
             }
 
             def order() -> list[ReadItem]:
@@ -262,13 +275,12 @@ class SessionRunner(PriorityTiers, WritableBatches):
             async for result in self.backend.read(drive.name, items):
                 request = by_item[id(result.item)][1]
                 pending.pop(request.id, None)
-                held.pop(request.id, None)
-                drive.head_offset = result.item.copy.offset + result.item.copy.size
-                if drive.record is not None:
-                    drive.record.reads.append((drive.passes, request.position or 0))
+                self.tiers.reached(drive.name, request.id)
+                end = result.item.copy.offset + result.item.copy.size
+                self.drives.head_moved(drive, end, request.position or 0)
                 await self._finish_read(drive, request, result)
                 self._claimed_entries.pop(request.id, None)
-                if self._interrupted(drive.name, volume):
+                if self.tiers.interrupted(drive.name, volume):
                     break  # a higher-priority tape or request waits for this drive
         except TssdError as exc:
             if not isinstance(exc, TransientBackendError):
@@ -276,7 +288,7 @@ class SessionRunner(PriorityTiers, WritableBatches):
                     self._claimed_entries.pop(request.id, None)
             raise
         finally:
-            self._held.pop(drive.name, None)
+            self.tiers.batch_done(drive.name)
             # Whatever the session did not get to goes back to the queue.
             moved = await self.store.transition(
                 list(pending),
@@ -328,13 +340,13 @@ class SessionRunner(PriorityTiers, WritableBatches):
             "request_id": request.id,
         }
         if result.error is not None:
-            await record_failure(self.health, drive, result.item.copy.volume, result.error, "read")
+            await self.drives.failed(drive, result.item.copy.volume, result.error, "read")
             if self.backpressure and self.backpressure.absorbs(request, result.error):
                 await self._requeue([request], {}, "destination disk full")
                 return
             await self._fail(request, result.error, **fields)
             return
-        record_success(self.health, drive, result.item.copy.volume)
+        self.drives.succeeded(drive, result.item.copy.volume)
         if request.checksum and result.adler32 and request.checksum != result.adler32:
             await self._fail(request, _mismatch(request.checksum, result.adler32), **fields)
             return
@@ -397,7 +409,7 @@ class SessionRunner(PriorityTiers, WritableBatches):
             raise
         finally:
             if volume is not None and volume != held:
-                self.volumes_busy.discard(volume)
+                self.reservations.release_volume(volume)
             await self.store.transition(
                 list(pending),
                 (State.ACTIVE,),
@@ -410,25 +422,26 @@ class SessionRunner(PriorityTiers, WritableBatches):
     async def _take_volume(self, drive: DriveState, volume: str) -> None:
         """Reserve the filling tape for this drive, fetching it from an idle drive."""
         holder = self.drives.holding(volume)
-        if volume != drive.volume and (volume in self.volumes_busy or (holder and holder.busy)):
+        busy = self.reservations.volume_busy(volume) or (holder is not None and holder.busy)
+        if volume != drive.volume and busy:
             raise TransientBackendError(f"volume {volume} is busy in another session")
-        self.volumes_busy.add(volume)
+        self.reservations.hold_volume(volume)
         if holder is not None and holder is not drive:
-            holder.busy = True
+            self.drives.occupy(holder)
             try:
                 await self.drives.dismount(holder)
             finally:
-                holder.busy = False
+                self.drives.vacate(holder)
 
     async def _finish_write(self, drive: DriveState, request: Request, result: WriteResult) -> None:
         fields = {"pnfsid": request.pnfsid, "drive": drive.name, "request_id": request.id}
         if result.error is not None or result.copy is None:
             error = result.error or TssdError("no copy written")
-            await record_failure(self.health, drive, drive.volume, error, "write")
+            await self.drives.failed(drive, drive.volume, error, "write")
             await self._fail(request, error, **fields)
             return
         copy = result.copy
-        record_success(self.health, drive, drive.volume)
+        self.drives.succeeded(drive, drive.volume)
         self.drives.account(drive, copy.size, result.transfer_s, 0.0)
         self.metrics.transfer_bytes_total.labels(kind="migrate").inc(copy.size)
         await self.complete_migration(request, copy)

@@ -114,12 +114,13 @@ async def run_campaign(options: Options, arrivals: Sequence[Arrival], catalog_te
             await import_csv(
                 _sessions(engine), io.StringIO(catalog_text), replace=True, capacity=capacity
             )
+            progress = Progress(Outcome(arrivals=arrivals))
             wiring = Wiring(
                 clock=LoopClock(), sink_for=counting_sink, policy=get_policy(options.policy),
-                offload=inline,
+                offload=inline, on_finished=(progress.finished,),
             )  # fmt: skip
             async with build_services(settings, wiring, engine) as services:
-                outcome = await _drive(services, options, arrivals)
+                outcome = await _drive(services, options, arrivals, progress)
         finally:
             await engine.dispose()
     outcome.wall_s = time.perf_counter() - started
@@ -134,20 +135,27 @@ def _sessions(engine: Engine) -> Any:
     return session_factory(engine)
 
 
-async def _drive(services: Services, options: Options, arrivals: Sequence[Arrival]) -> Outcome:
-    loop = asyncio.get_running_loop()
-    outcome = Outcome(arrivals=arrivals)
-    outstanding: set[int] = set()
-    released = asyncio.Event()
+class Progress:
+    """The requests of the campaign not finished yet, told of every finish."""
 
-    def on_finished(ids: Sequence[int]) -> None:
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+        self.outstanding: set[int] = set()
+        self.released = asyncio.Event()
+
+    def finished(self, ids: Sequence[int]) -> None:
+        now = asyncio.get_running_loop().time()
         for request_id in ids:
-            if request_id in outstanding:
-                outstanding.discard(request_id)
-                outcome.finished_at[request_id] = loop.time()
-        released.set()
+            if request_id in self.outstanding:
+                self.outstanding.discard(request_id)
+                self.outcome.finished_at[request_id] = now
+        self.released.set()
 
-    services.store.notifier.listeners.append(on_finished)
+
+async def _drive(
+    services: Services, options: Options, arrivals: Sequence[Arrival], progress: Progress
+) -> Outcome:
+    outcome, outstanding, released = progress.outcome, progress.outstanding, progress.released
     await services.scheduler.start()
     task = asyncio.create_task(services.scheduler.run(), name="scheduler")
     try:
