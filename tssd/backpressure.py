@@ -182,6 +182,12 @@ class Backpressure:
         inside = [Request.path.startswith(_prefix(m), autoescape=True) for m in self.full]
         return [or_(Request.path.is_(None), not_(cond)) for cond in inside]
 
+    def held_prefixes(self) -> list[str]:
+        """Path prefixes of the file systems recalls must not go into now (after a
+        recheck): :func:`tssd.db.scheduling.outside` turns them into conditions."""
+        self.recheck()
+        return [_prefix(m) for m in self.full]
+
     def held_reason(self, request: Any) -> str | None:
         """Why a queued recall waits for disk space, or None (for ``tssctl why``)."""
         if getattr(request, "kind", None) != Kind.RECALL or not self.full:

@@ -148,8 +148,7 @@ async def _drive(services: Services, tmp_path: Path) -> None:
         assert (await client.post("/v1/requests/21/cancel")).status == 200
         assert (await client.post("/v1/requests/21/retry")).status == 200
     volume = "V00042"
-    stmt = scheduler.runner._queued(volume, None).limit(20)
-    claimed = await store.claim(stmt, "d0")
+    claimed = await store.scheduling.claim_recalls(volume, "d0", 20)
     assert claimed
     await store.finish(claimed[0].id, State.DONE, "read")
     await store.transition([r.id for r in claimed[1:]], (State.ACTIVE,), State.QUEUED)

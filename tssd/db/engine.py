@@ -12,7 +12,12 @@ from typing import Any, ParamSpec, TypeVar
 import structlog
 from sqlalchemy import event, exc
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 from tssd.errors import ConfigError
 
@@ -65,6 +70,10 @@ def _sqlite_pragmas(engine: AsyncEngine, busy_timeout_s: float) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
         cursor.close()
+
+
+#: What the layers above ``db/`` hold to reach the database: they pass it on to a store.
+SessionFactory = async_sessionmaker[AsyncSession]
 
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[Any]:
