@@ -176,8 +176,8 @@ class SessionRunner(PriorityTiers, WritableBatches):
             )  # fmt: skip
             if not claimed:
                 break
-            if combine and tier is not None:
-                claimed += await self._claim_rest(drive, volume, queues, limit - len(claimed))
+            if combine and tier is not None:  # then the rest, of any priority
+                claimed += await self._claim(drive, volume, queues, limit - len(claimed))
                 tier = self._tiers[drive.name] = None
             self._taken(claimed)
             total += len(claimed)
@@ -186,14 +186,6 @@ class SessionRunner(PriorityTiers, WritableBatches):
             head = max(r.position or 0 for r in claimed)
             await self._read_batch(drive, volume, claimed)
         return total
-
-    async def _claim_rest(
-        self, drive: DriveState, volume: str, queues: frozenset[str] | None, limit: int
-    ) -> list[Request]:
-        """Claim up to *limit* more of *volume*'s queued recalls, of any priority."""
-        if limit <= 0:
-            return []
-        return await self._claim(drive, volume, queues, limit)
 
     async def _claim(
         self,
@@ -206,8 +198,10 @@ class SessionRunner(PriorityTiers, WritableBatches):
         after: int | None = None,
         by_position: bool = True,
     ) -> list[Request]:
-        """Claim queued recalls of *volume* a session may read (of *queues*, when given):
-        not of a paused queue, not into a nearly full file system (backpressure)."""
+        """Claim up to *limit* queued recalls of *volume* a session may read (of *queues*,
+        when given): not of a paused queue, not into a nearly full file system."""
+        if limit <= 0:
+            return []
         held = self.backpressure.held_prefixes() if self.backpressure is not None else ()
         return await self.store.scheduling.claim_recalls(
             volume, drive.name, limit, queues=queues, paused=self.paused, held=held,
