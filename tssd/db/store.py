@@ -2,7 +2,8 @@
 
 Transitions are conditional updates (``WHERE state = ...``), so a request finished,
 cancelled or claimed elsewhere is never overwritten, and several daemons can share one
-PostgreSQL database: claims use ``FOR UPDATE SKIP LOCKED`` there.
+PostgreSQL database: claims (``store.scheduling``, :mod:`tssd.db.scheduling`) use
+``FOR UPDATE SKIP LOCKED`` there.
 """
 
 from __future__ import annotations
