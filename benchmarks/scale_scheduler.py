@@ -61,6 +61,7 @@ async def restart_to_ready(url: str, rows: list[Entry]) -> dict[str, float]:
 
     from tssd.db.engine import create_engine, session_factory
     from tssd.db.models import Base
+    from tssd.db.scheduling import Candidates
     from tssd.scheduler.queues import load_pending
 
     engine = create_engine(url)
@@ -82,7 +83,7 @@ async def restart_to_ready(url: str, rows: list[Entry]) -> dict[str, float]:
     started, cpu = time.perf_counter(), time.process_time()
     planner = Planner()
     planner.begin_resync()
-    planner.finish_resync(await load_pending(session_factory(engine), 0.0, now))
+    planner.finish_resync(await load_pending(Candidates(session_factory(engine)), 0.0, now))
     ready = time.perf_counter() - started
     ready_cpu = time.process_time() - cpu
     await engine.dispose()

@@ -129,7 +129,7 @@ async def test_requeue_at_start_takes_only_this_instances_requests(
 async def test_a_claim_records_the_claiming_instance(store: RequestStore) -> None:
     ids = await add_requests(store, 2)
     store.instance = "a"
-    claimed = await store.claim(select(Request).where(Request.id.in_(ids)), "a-d0")
+    claimed = await store.scheduling.claim_ids(ids, "a-d0")
     assert len(claimed) == 2
     async with store.sessions() as session:
         owners = (await session.scalars(select(Request.instance))).all()

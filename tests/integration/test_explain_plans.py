@@ -13,7 +13,7 @@ index scan).
 
 Two statements are left out by name because they read the whole set by design, off the
 request path: the count of ``tssd.db.counts`` (in the background, at most every
-``max_age_s`` on a large table) and the planner's full load ``tssd.scheduler.queues.
+``max_age_s`` on a large table) and the planner's full load ``tssd.db.scheduling.
 PENDING`` (at start-up and every ``scheduler.resync_s``).
 
 tssd's PostgreSQL connections plan every execution with its values
@@ -46,9 +46,9 @@ from tssd.config import ApiSettings, DatabaseSettings, SchedulerSettings, Settin
 from tssd.db.admin import AdminStore
 from tssd.db.models import State
 from tssd.db.retention import purge
+from tssd.db.scheduling import PENDING
 from tssd.db.store import ListFilter
 from tssd.metrics_db import refresh
-from tssd.scheduler.queues import PENDING
 from tssd.services import Services
 from tssd.submit import parse_submit
 
@@ -148,8 +148,7 @@ async def _drive(services: Services, tmp_path: Path) -> None:
         assert (await client.post("/v1/requests/21/cancel")).status == 200
         assert (await client.post("/v1/requests/21/retry")).status == 200
     volume = "V00042"
-    stmt = scheduler.runner._queued(volume, None).limit(20)
-    claimed = await store.claim(stmt, "d0")
+    claimed = await store.scheduling.claim_recalls(volume, "d0", 20)
     assert claimed
     await store.finish(claimed[0].id, State.DONE, "read")
     await store.transition([r.id for r in claimed[1:]], (State.ACTIVE,), State.QUEUED)

@@ -89,7 +89,7 @@ async def requests(store: RequestStore, kind: str) -> list[Request]:
 
 
 async def finish(store: RequestStore, row: Request, state: State, **values: Any) -> None:
-    await store.claim(select(Request).where(Request.id == row.id), None)
+    await store.scheduling.claim_ids([row.id])
     await store.finish(row.id, state, "test", **values)
 
 

@@ -229,8 +229,7 @@ async def test_a_locked_sqlite_database_is_waited_for(tmp_path: Path) -> None:
         release = threading.Timer(0.5, blocker.execute, args=("COMMIT",))
         release.start()
         try:
-            stmt = select(Request).where(Request.id == row.id)
-            claimed = await store.claim(stmt, "d0")
+            claimed = await store.scheduling.claim_ids([row.id], "d0")
         finally:
             release.join()
             blocker.close()

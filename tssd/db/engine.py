@@ -88,6 +88,10 @@ def database_name(url: str) -> str:
     return make_url(url).get_backend_name()
 
 
+#: What the layers above ``db/`` hold to reach the database: they pass it on to a store.
+SessionFactory = async_sessionmaker[AsyncSession]
+
+
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[Any]:
     return async_sessionmaker(engine, expire_on_commit=False)
 

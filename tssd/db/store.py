@@ -2,7 +2,8 @@
 
 Transitions are conditional updates (``WHERE state = ...``), so a request finished,
 cancelled or claimed elsewhere is never overwritten, and several daemons can share one
-PostgreSQL database: claims use ``FOR UPDATE SKIP LOCKED`` there.
+PostgreSQL database: claims (``store.scheduling``, :mod:`tssd.db.scheduling`) use
+``FOR UPDATE SKIP LOCKED`` there.
 """
 
 from __future__ import annotations
@@ -12,34 +13,24 @@ import contextlib
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import structlog
 from sqlalchemy import (
     Engine,
-    Select,
-    Table,
-    Update,
     and_,
     bindparam,
     create_engine,
-    insert,
     select,
     update,
 )
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from tssd.db.counts import Counts
 from tssd.db.engine import db_retry
-from tssd.db.models import (
-    OPEN_STATES,
-    QueueRow,
-    Request,
-    RequestEvent,
-    State,
-    utcnow,
-)
+from tssd.db.events import CHUNK, REQUESTS, _insert_events, _record_events, _single_transition
+from tssd.db.models import Request, utcnow
 from tssd.db.notifier import Notifier
 from tssd.db.polls import (
     LATEST,
@@ -51,15 +42,15 @@ from tssd.db.polls import (
     obtain,
     on_tape_already,
 )
+from tssd.db.queues import QueueStore, _queue_rows
+from tssd.db.scheduling import Scheduling
 from tssd.db.submits import SqliteWriter, record, sqlite_file
+from tssd.domain import OPEN_STATES, State
 from tssd.errors import Conflict, NotFound
 from tssd.submit import SubmitSpec
 
 log = structlog.get_logger()
-CHUNK = 500
-REQUESTS = cast(Table, Request.__table__)
-EVENTS = cast(Table, RequestEvent.__table__)
-_EVENT_INSERT = insert(EVENTS)
+__all__ = ["CHUNK", "ListFilter", "RequestStore"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +94,16 @@ class RequestStore:
         self.instance = instance
         #: Counts per kind, queue and state, bounded in cost at any size (tssd.db.counts).
         self.tally = Counts(sessions)
+
+    @functools.cached_property
+    def scheduling(self) -> Scheduling:
+        """The scheduler's queue reads and claims (:mod:`tssd.db.scheduling`)."""
+        return Scheduling(self)
+
+    @functools.cached_property
+    def queue_settings(self) -> QueueStore:
+        """The configured queues' rows (:mod:`tssd.db.queues`)."""
+        return QueueStore(self.sessions)
 
     # -- intake -----------------------------------------------------------------------
 
@@ -400,34 +401,6 @@ class RequestStore:
         return len(moved)
 
     @db_retry
-    async def claim(self, stmt: Select[Any], drive: str | None) -> list[Request]:
-        """Atomically move the queued requests selected by *stmt* to active."""
-        if self.postgres:
-            stmt = stmt.with_for_update(skip_locked=True)
-        now = utcnow()
-        async with self.sessions.begin() as session:
-            rows = list((await session.scalars(stmt)).all())
-            ids = [r.id for r in rows]
-            for i in range(0, len(ids), CHUNK):
-                await session.execute(
-                    update(Request)
-                    .where(Request.id.in_(ids[i : i + CHUNK]), Request.state == State.QUEUED)
-                    .values(
-                        state=State.ACTIVE.value,
-                        drive=drive,
-                        started_at=now,
-                        updated_at=now,
-                        attempts=Request.attempts + 1,
-                        instance=self.instance,
-                    )
-                )
-            await _record_events(session, ids, State.QUEUED, State.ACTIVE, drive)
-        for row in rows:
-            row.state, row.drive, row.started_at = State.ACTIVE.value, drive, now
-        self.polls.moved(ids, State.ACTIVE)
-        return rows
-
-    @db_retry
     async def set_locations(self, located: dict[int, tuple[str, int]]) -> None:
         if not located:
             return
@@ -441,63 +414,3 @@ class RequestStore:
             conn = await session.connection()
             for i in range(0, len(params), CHUNK):
                 await conn.execute(stmt, params[i : i + CHUNK])
-
-
-@functools.lru_cache(maxsize=64)
-def _single_transition(keys: tuple[str, ...], sources: int) -> Update:
-    """The UPDATE of one request, built once per shape: finishing a file is the hot path,
-    and constructing SQLAlchemy expressions costs more than running them."""
-    states: list[Any] = [bindparam(f"s_{i}") for i in range(sources)]
-    return (
-        update(REQUESTS)
-        .where(REQUESTS.c.id == bindparam("rid"), REQUESTS.c.state.in_(states))
-        .values({k: bindparam(f"v_{k}") for k in keys})
-    )
-
-
-async def _record_events(
-    session: AsyncSession,
-    ids: Sequence[int],
-    from_state: State | None,
-    to_state: State,
-    reason: str | None,
-) -> None:
-    await _insert_events(await session.connection(), ids, from_state, to_state, reason)
-
-
-async def _insert_events(
-    conn: AsyncConnection,
-    ids: Sequence[int],
-    from_state: State | None,
-    to_state: State,
-    reason: str | None,
-) -> None:
-    if not ids:
-        return
-    at = utcnow()
-    source = from_state.value if from_state else None
-    rows = [
-        {"request_id": i, "at": at, "from_state": source, "to_state": to_state.value,
-         "reason": reason}
-        for i in ids
-    ]  # fmt: skip
-    if len(rows) == 1:
-        await conn.execute(_EVENT_INSERT, rows[0])
-        return
-    for i in range(0, len(rows), CHUNK):
-        await conn.execute(_EVENT_INSERT, rows[i : i + CHUNK])
-
-
-async def _queue_rows(sessions: async_sessionmaker[AsyncSession]) -> list[dict[str, Any]]:
-    async with sessions() as session:
-        rows = (await session.scalars(select(QueueRow))).all()
-    return [
-        {
-            "name": q.name,
-            "priority": q.priority,
-            "max_drives": q.max_drives,
-            "paused": q.paused,
-            "latency_target_s": q.latency_target_s,
-        }
-        for q in rows
-    ]

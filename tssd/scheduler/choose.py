@@ -6,17 +6,20 @@ which ``explain.py`` turns into ``tssctl why`` answers and request ETAs.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass, field
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tssd.clock import Clock
 from tssd.config import SchedulerSettings
+from tssd.db.engine import SessionFactory
 from tssd.db.models import utcnow
+from tssd.db.queues import QueueStore
+from tssd.db.scheduling import Candidates
 from tssd.scheduler.cost import (
     Context,
     QueuePolicy,
@@ -50,7 +53,7 @@ class Chooser:
     it through :meth:`started`, :meth:`ended` and :meth:`waiting`)."""
 
     settings: SchedulerSettings
-    sessions: async_sessionmaker[AsyncSession]
+    sessions: SessionFactory
     drives: DriveManager
     profile: Profile
     clock: Clock
@@ -66,6 +69,14 @@ class Chooser:
     urgent_waiting: frozenset[str] = frozenset()
     #: Last pass: tapes urgent because they would miss a queue's latency target.
     late: frozenset[str] = frozenset()
+
+    @functools.cached_property
+    def _pending(self) -> Candidates:
+        return Candidates(self.sessions)
+
+    @functools.cached_property
+    def _queue_rows(self) -> QueueStore:
+        return QueueStore(self.sessions)
 
     def targets(self) -> dict[str, float]:
         """Latency target of each queue that has one."""
@@ -86,9 +97,9 @@ class Chooser:
     async def resync(self) -> None:
         """Reload the planner and the queue settings from the database."""
         self.planner.begin_resync()
-        entries = await load_pending(self.sessions, self.clock.now(), utcnow())
+        entries = await load_pending(self._pending, self.clock.now(), utcnow())
         self.planner.finish_resync(entries)
-        self.queues = await load_queues(self.sessions)
+        self.queues = await load_queues(self._queue_rows)
         self.resynced_at = self.clock.now()
         log.debug("planner.resynced", pending=len(self.planner), tapes=len(self.planner.tapes))
 
@@ -97,7 +108,7 @@ class Chooser:
             if self.clock.now() - self.resynced_at >= self.settings.resync_s:
                 await self.resync()
             else:
-                self.queues = await load_queues(self.sessions)
+                self.queues = await load_queues(self._queue_rows)
 
     def rank(self, busy: Iterable[str], mountable: Callable[[str], bool]) -> list[Verdict]:
         """Eligible tapes, best first; verdicts of all tapes kept for explain."""

@@ -19,23 +19,20 @@ import contextlib
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
-from sqlalchemy import Select, func, select
 
 from tssd.config import SchedulerSettings
-from tssd.db.models import Kind, Request, State, utcnow
+from tssd.db.models import utcnow
 from tssd.db.store import RequestStore
 from tssd.errors import TssdError
 from tssd.metrics import Metrics
 from tssd.scheduler.choose import Chooser
 from tssd.scheduler.cost import QueuePolicy, Verdict
 from tssd.scheduler.drives import DriveManager, DriveState
-from tssd.scheduler.intake import Intake, unpaused
+from tssd.scheduler.intake import Intake
 from tssd.scheduler.planner import Planner
 from tssd.scheduler.policy import Policy
-from tssd.scheduler.queues import paused_queues
 from tssd.scheduler.reservations import Reservations
 from tssd.scheduler.sessions import SessionRunner
 
@@ -127,7 +124,7 @@ class Scheduler:
             log.info("requests.requeued", count=requeued)
         if self.planner is not None:
             clock = self.drives.clock
-            await self.drives.ledger.load(self.store.sessions, clock.now(), utcnow())
+            await self.drives.ledger.load(self.drives.mounts, clock.now(), utcnow())
             await self.chooser.resync()
             log.info("planner.loaded", pending=len(self.planner), tapes=len(self.planner.tapes))
 
@@ -194,16 +191,14 @@ class Scheduler:
         kinds = self.store.notifier.take_kinds()
         full = full or "any" in kinds
         if full or "queues" in kinds:
-            self._paused = await paused_queues(self.store.sessions)
+            self._paused = await self.store.queue_settings.paused()
             self.runner.pause(self._paused)
         if full or "remove" in kinds:
             await self.intake.removals()
         if full or "migrate" in kinds or "queues" in kinds:
             self._migrations_waiting = True
             for request, copy in await self.intake.migrations_on_tape(self._paused):
-                claimed = await self.store.claim(
-                    select(Request).where(Request.id == request.id), None
-                )
+                claimed = await self.store.scheduling.claim_ids([request.id])
                 if claimed:
                     await self.runner.complete_migration(claimed[0], copy)
         # Locate everything queued before choosing: a tape started on a partial view of
@@ -288,21 +283,15 @@ class Scheduler:
         return found
 
     async def _recall_candidates(self) -> list[Candidate]:
-        queued = (
-            Request.kind == Kind.RECALL,
-            Request.state == State.QUEUED,
-            Request.volume.is_not(None),
-            *unpaused(self._paused),
-            *(self.runner.backpressure.clauses() if self.runner.backpressure else ()),
-        )
+        backpressure = self.runner.backpressure
+        held = backpressure.held_prefixes() if backpressure else ()
+        reads = self.store.scheduling
         if self.policy.files_per_session is not None:
             # Arrival order: the tapes of the oldest requests, one file at a time.
             limit = 4 * len(self.drives.drives) + len(self.reservations.volumes)
-            stmt = select(Request.volume, Request.priority, Request.id).where(*queued)
-            rows = (await self._rows(stmt.order_by(Request.id).limit(limit)))[::-1]
+            rows = (await reads.recall_volumes(self._paused, held, first=limit))[::-1]
         else:
-            stmt = select(Request.volume, func.max(Request.priority), func.min(Request.id))
-            rows = await self._rows(stmt.where(*queued).group_by(Request.volume))
+            rows = await reads.recall_volumes(self._paused, held)
         use_priority = self.policy.use_priority
         by_volume = {
             v: Candidate("recall", v, (p or 0) if use_priority else 0, float(first))
@@ -310,10 +299,6 @@ class Scheduler:
             if v is not None and self.mountable(v)
         }
         return list(by_volume.values())
-
-    async def _rows(self, stmt: Select[Any, Any, Any]) -> list[Any]:
-        async with self.store.sessions() as session:
-            return list((await session.execute(stmt)).all())
 
     def _pick_drive(self, candidate: Candidate) -> DriveState | None:
         free = self.drives.free()

@@ -6,19 +6,19 @@ a cartridge is recorded in at most one drive even if the in-memory view were wro
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import structlog
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tssd.activity import Activity
 from tssd.backends.base import TapeBackend
 from tssd.clock import Clock
 from tssd.cluster.claims import LocalClaims, VolumeClaims
-from tssd.db.models import Drive, Mount, Tape, utcnow
+from tssd.db.engine import SessionFactory
+from tssd.db.models import utcnow
+from tssd.db.mounts import MountStore
 from tssd.errors import BackendError
 from tssd.health import Health, record_failure, record_success
 from tssd.metrics import Metrics
@@ -87,7 +87,7 @@ class DriveManager:
     def __init__(
         self,
         backend: TapeBackend,
-        sessions: async_sessionmaker[AsyncSession],
+        sessions: SessionFactory,
         retrier: Retrier,
         metrics: Metrics,
         clock: Clock,
@@ -113,34 +113,15 @@ class DriveManager:
         #: Recent rates, latencies and queue depth for `tssctl top` and /status.
         self.activity = Activity()
 
+    @functools.cached_property
+    def mounts(self) -> MountStore:
+        """The drive, mount and tape rows (tssd.db.mounts)."""
+        return MountStore(self.sessions)
+
     async def load(self) -> None:
         """Take the drive list from the backend; close mounts a crash left open."""
         infos = await self.retrier.call("drives", self.backend.drives)
-        now = utcnow()
-        async with self.sessions.begin() as session:
-            # Only this instance's drives and mounts: others sharing the database are live.
-            own_mounts = self.claims.scope(Mount.drive)
-            await session.execute(
-                update(Mount)
-                .where(Mount.dismounted_at.is_(None), *own_mounts)
-                .values(dismounted_at=now)
-            )
-            enabled = {d.name: d.enabled for d in (await session.scalars(select(Drive))).all()}
-            own_drives = self.claims.scope(Drive.name)
-            await session.execute(
-                update(Drive).where(*own_drives).values(volume=None, state="empty")
-            )
-            for info in infos:
-                row = await session.get(Drive, info.name)
-                if row is None:
-                    session.add(Drive(name=info.name, enabled=True, state="empty"))
-            await session.flush()
-            for info in infos:
-                await session.execute(
-                    update(Drive)
-                    .where(Drive.name == info.name)
-                    .values(volume=info.volume, state="mounted" if info.volume else "empty")
-                )
+        enabled = await self.mounts.reset_drives(infos, self.claims.scope)
         for info in infos:
             state = DriveState(
                 info.name,
@@ -226,7 +207,7 @@ class DriveManager:
         await self.claims.claim(drive.name, volume)
         start = self.clock.now()
         self.ledger.record(volume, start)
-        mount_id = await self._open_mount(drive.name, volume, purpose)
+        mount_id = await self.mounts.open_mount(drive.name, volume, purpose)
         log.info("mount.start", drive=drive.name, volume=volume, purpose=purpose)
         try:
             await self.retrier.call(
@@ -235,7 +216,7 @@ class DriveManager:
             )  # fmt: skip
         except BackendError as exc:
             await self.failed(drive, volume, exc, "mount")
-            await self._mount_failed(drive.name, mount_id)
+            await self.mounts.mount_failed(drive.name, mount_id)
             raise
         ready = self.clock.now()
         self.history.append(MountRecord(drive.name, volume, requested=start, ready=ready))
@@ -244,7 +225,7 @@ class DriveManager:
         drive.files = drive.bytes = drive.head_offset = 0
         drive.transfer_s = 0.0
         drive.purposes = {purpose}
-        await self._mounted(drive.name, volume, mount_id)
+        await self.mounts.mounted(drive.name, volume, mount_id)
         self.metrics.mounts_total.inc()
         self.metrics.mount_seconds.observe(ready - start)
         log.info("mount.ready", drive=drive.name, volume=volume, mount_s=round(ready - start, 3))
@@ -265,7 +246,10 @@ class DriveManager:
         self.metrics.mount_files.observe(drive.files)
         self.metrics.mount_bytes.observe(drive.bytes)
         self.metrics.mount_efficiency.observe(efficiency)
-        await self._closed(drive, utcnow())
+        await self.mounts.close_mount(
+            drive.name, drive.mount_id, utcnow(),
+            files=drive.files, nbytes=drive.bytes, transfer_s=drive.transfer_s,
+        )  # fmt: skip
         log.info(
             "mount.end",
             drive=drive.name,
@@ -308,64 +292,4 @@ class DriveManager:
         """Persist the running mount's counters (tssctl mounts reads them)."""
         if drive.mount_id is None:
             return
-        async with self.sessions.begin() as session:
-            await session.execute(
-                update(Mount)
-                .where(Mount.id == drive.mount_id)
-                .values(files=drive.files, bytes=drive.bytes, transfer_s=drive.transfer_s)
-            )
-
-    async def _open_mount(self, drive: str, volume: str, purpose: str) -> int:
-        async with self.sessions.begin() as session:
-            row = Mount(drive=drive, volume=volume, purpose=purpose, requested_at=utcnow())
-            session.add(row)
-            await session.flush()
-            return row.id
-
-    async def _mounted(self, drive: str, volume: str, mount_id: int) -> None:
-        now = utcnow()
-        async with self.sessions.begin() as session:
-            await session.execute(update(Mount).where(Mount.id == mount_id).values(ready_at=now))
-            await session.execute(
-                update(Drive)
-                .where(Drive.name == drive)
-                .values(volume=volume, state="mounted", updated_at=now)
-            )
-            tape = await session.get(Tape, volume)
-            if tape is None:
-                session.add(Tape(volume=volume, mounts=1, last_mounted_at=now))
-            else:
-                tape.mounts += 1
-                tape.last_mounted_at = now
-
-    async def _mount_failed(self, drive: str, mount_id: int) -> None:
-        """The tape never became ready: close its mount row and give back the claim."""
-        now = utcnow()
-        async with self.sessions.begin() as session:
-            await session.execute(
-                update(Mount).where(Mount.id == mount_id).values(dismounted_at=now)
-            )
-            await session.execute(
-                update(Drive)
-                .where(Drive.name == drive)
-                .values(volume=None, state="empty", updated_at=now)
-            )
-
-    async def _closed(self, drive: DriveState, at: datetime) -> None:
-        async with self.sessions.begin() as session:
-            if drive.mount_id is not None:
-                await session.execute(
-                    update(Mount)
-                    .where(Mount.id == drive.mount_id)
-                    .values(
-                        dismounted_at=at,
-                        files=drive.files,
-                        bytes=drive.bytes,
-                        transfer_s=drive.transfer_s,
-                    )
-                )
-            await session.execute(
-                update(Drive)
-                .where(Drive.name == drive.name)
-                .values(volume=None, state="empty", updated_at=at)
-            )
+        await self.mounts.save_stats(drive.mount_id, drive.files, drive.bytes, drive.transfer_s)

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 from urllib.parse import parse_qs, urlsplit
 
 import structlog
-from sqlalchemy import ColumnElement, func, select, text
 
 from tssd.backends.base import TapeBackend, TapeCopy
-from tssd.db.models import UNLOCATED_SQL, Kind, Request, State, utcnow
+from tssd.db.models import Request, utcnow
 from tssd.db.store import RequestStore
+from tssd.domain import State
 from tssd.errors import ObjectNotFound, PermanentBackendError, TssdError
 from tssd.retry import Retrier
 from tssd.scheduler.copies import cover_copies
@@ -64,11 +64,7 @@ class Intake:
         """Find the tape copy for queued recalls that have none yet; return how many, or
         ``batch`` when the pass filled its time-bounded limit (more may be waiting)."""
         limit, started = self.locate_limit, time.thread_time()
-        # Spelled as ix_requests_unlocated's predicate: with a million located recalls
-        # queued, the few to locate are found without walking the others.
-        stmt = select(Request).where(text(UNLOCATED_SQL)).order_by(Request.id).limit(limit)
-        async with self.store.sessions() as session:
-            rows = list((await session.scalars(stmt)).all())
+        rows = await self.store.scheduling.unlocated(limit)
         if not rows:
             return 0
         pnfsids = sorted({r.pnfsid for r in rows if r.pnfsid})
@@ -119,30 +115,11 @@ class Intake:
     async def _needed_volumes(self, copies: dict[str, list[TapeCopy]]) -> set[str]:
         """Of the volumes holding a second copy of some file, those with recalls queued."""
         candidates = sorted({c.volume for cs in copies.values() if len(cs) > 1 for c in cs})
-        needed: set[str] = set()
-        async with self.store.sessions() as session:
-            for i in range(0, len(candidates), 500):
-                stmt = (
-                    select(Request.volume)
-                    .where(
-                        Request.state.in_(("queued", "active")),
-                        Request.kind == Kind.RECALL,
-                        Request.volume.in_(candidates[i : i + 500]),
-                    )
-                    .distinct()
-                )
-                needed.update(v for v in (await session.scalars(stmt)).all() if v)
-        return needed
+        return await self.store.scheduling.volumes_with_recalls(candidates)
 
     async def removals(self) -> int:
         """Carry out queued removals (a catalog operation: no drive needed)."""
-        stmt = (
-            select(Request)
-            .where(Request.kind == Kind.REMOVE, Request.state == State.QUEUED)
-            .order_by(Request.id)
-            .limit(self.batch)
-        )
-        claimed = await self.store.claim(stmt, None)
+        claimed = await self.store.scheduling.claim_removals(self.batch)
         for row in claimed:
             await self._remove(row)
         return len(claimed)
@@ -193,20 +170,7 @@ class Intake:
         self, paused: frozenset[str] = frozenset()
     ) -> list[tuple[Request, TapeCopy]]:
         """Queued migrations whose file is on tape already with the same size and checksum."""
-        stmt = (
-            select(Request)
-            .where(
-                Request.kind == Kind.MIGRATE,
-                Request.state == State.QUEUED,
-                Request.checksum.is_not(None),
-                Request.attempts == 0,
-                *unpaused(paused),
-            )
-            .order_by(Request.id)
-            .limit(self.batch)
-        )
-        async with self.store.sessions() as session:
-            rows = list((await session.scalars(stmt)).all())
+        rows = await self.store.scheduling.unwritten_migrations(paused, self.batch)
         if not rows:
             return []
         copies = await self.retrier.call(
@@ -228,19 +192,8 @@ class Intake:
     ) -> list[tuple[str, int, int, float]]:
         """(storage class, files, bytes, oldest age in s) of queued migrations outside the
         *paused* queues."""
-        stmt = (
-            select(
-                Request.storage_class,
-                func.count(),
-                func.sum(Request.size),
-                func.min(Request.created_at),
-            )
-            .where(Request.kind == Kind.MIGRATE, Request.state == State.QUEUED, *unpaused(paused))
-            .group_by(Request.storage_class)
-        )
         now = utcnow()
-        async with self.store.sessions() as session:
-            rows = (await session.execute(stmt)).all()
+        rows = await self.store.scheduling.migration_groups(paused)
         return [(sc or "", n, int(b or 0), _age(now, oldest)) for sc, n, b, oldest in rows]
 
     async def _fail(self, ids: Sequence[int], exc: PermanentBackendError) -> None:
@@ -252,11 +205,6 @@ class Intake:
             values={"error": str(exc), "error_code": exc.exit_code, "finished_at": utcnow()},
         )
         log.warning("request.failed", kind="recall", count=len(ids), error=str(exc))
-
-
-def unpaused(paused: frozenset[str]) -> tuple[ColumnElement[bool], ...]:
-    """The clause that leaves the requests of *paused* queues where they are."""
-    return (Request.queue.not_in(sorted(paused)),) if paused else ()
 
 
 def names_a_file(uri: str | None, bfid: str) -> bool:

@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections import deque
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
-from tssd.db.models import Kind, Mount, QueueRow, Request, State
+from tssd.db.mounts import MountStore
+from tssd.db.queues import QueueStore
+from tssd.db.scheduling import Candidates
 from tssd.scheduler.cost import QueuePolicy
 from tssd.scheduler.planner import Entry
 
@@ -20,9 +19,8 @@ DAY_S = 86400.0
 DEFAULT_SIZE = 2 * 10**9
 
 
-async def load_queues(sessions: async_sessionmaker[AsyncSession]) -> dict[str, QueuePolicy]:
-    async with sessions() as session:
-        rows = (await session.scalars(select(QueueRow))).all()
+async def load_queues(queues: QueueStore) -> dict[str, QueuePolicy]:
+    rows = await queues.rows()
     return {
         q.name: QueuePolicy(
             priority=q.priority or 0,
@@ -34,35 +32,15 @@ async def load_queues(sessions: async_sessionmaker[AsyncSession]) -> dict[str, Q
     }
 
 
-async def paused_queues(sessions: async_sessionmaker[AsyncSession]) -> frozenset[str]:
-    """Queues an operator paused: they start neither recalls nor migrations."""
-    async with sessions() as session:
-        return frozenset(await session.scalars(select(QueueRow.name).where(QueueRow.paused)))
-
-
-#: Every queued, located recall: the planner's full load reads the pending set by design
-#: (at start-up and every ``resync_s``), the one statement that may read most of the table.
-PENDING = select(
-    Request.id, Request.volume, Request.position, Request.size, Request.priority,
-    Request.queue, Request.created_at,
-).where(
-    Request.kind == Kind.RECALL, Request.state == State.QUEUED, Request.volume.is_not(None)
-)  # fmt: skip
-
-
-async def load_pending(
-    sessions: async_sessionmaker[AsyncSession], now: float, wall: datetime
-) -> list[Entry]:
+async def load_pending(reads: Candidates, now: float, wall: datetime) -> list[Entry]:
     """Every queued, located recall, as planner entries (arrival from ``created_at``)."""
     entries = []
-    async with sessions() as session:
-        result = await session.stream(PENDING.execution_options(yield_per=10_000))
-        async for rid, volume, position, size, priority, queue, created in result:
-            age = (wall - _aware(created)).total_seconds() if created is not None else 0.0
-            entries.append(
-                Entry(rid, volume or "", position or 0, size or DEFAULT_SIZE, priority or 0,
-                      queue or "default", now - max(0.0, age))
-            )  # fmt: skip
+    async for rid, volume, position, size, priority, queue, created in reads.pending_recalls():
+        age = (wall - _aware(created)).total_seconds() if created is not None else 0.0
+        entries.append(
+            Entry(rid, volume or "", position or 0, size or DEFAULT_SIZE, priority or 0,
+                  queue or "default", now - max(0.0, age))
+        )  # fmt: skip
     return entries
 
 
@@ -90,15 +68,9 @@ class MountLedger:
             return now
         return times[len(times) - budget] + DAY_S
 
-    async def load(
-        self, sessions: async_sessionmaker[AsyncSession], now: float, wall: datetime
-    ) -> None:
+    async def load(self, mounts: MountStore, now: float, wall: datetime) -> None:
         """Mounts of the last day recorded by earlier runs."""
-        since = wall - timedelta(seconds=DAY_S)
-        stmt = select(Mount.volume, Mount.requested_at).where(Mount.requested_at >= since)
-        async with sessions() as session:
-            rows = (await session.execute(stmt.order_by(Mount.requested_at))).all()
-        for volume, at in rows:
+        for volume, at in await mounts.requested_since(wall - timedelta(seconds=DAY_S)):
             self.record(volume, now - (wall - _aware(at)).total_seconds())
 
 

@@ -14,7 +14,6 @@ from datetime import UTC
 from typing import Any
 
 import structlog
-from sqlalchemy import Select, select
 
 from tssd.backends.base import (
     ReadItem,
@@ -28,13 +27,13 @@ from tssd.backends.base import (
 )
 from tssd.backpressure import Backpressure
 from tssd.clock import Offload, inline
-from tssd.db.models import Kind, Request, State, utcnow
+from tssd.db.models import Request, utcnow
 from tssd.db.store import RequestStore
+from tssd.domain import State
 from tssd.errors import ChecksumMismatch, TransientBackendError, TssdError
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
 from tssd.scheduler.drives import DriveManager, DriveState
-from tssd.scheduler.intake import unpaused
 from tssd.scheduler.planner import Entry
 from tssd.scheduler.policy import Policy
 from tssd.scheduler.rao import OFFLOAD_ABOVE, inserts_urgent, order_reads
@@ -174,23 +173,21 @@ class SessionRunner(WritableBatches):
         as ordinary work (:func:`order_reads` places the higher-priority ones early).
         """
         budget = self.policy.files_per_session
-        order = (Request.position, Request.id) if self.policy.position_order else (Request.id,)
         head: int | None = None
         total = 0
         self.drives.begin_pass(drive)
         self.tiers.set_floor(drive.name, tier if floor is None else floor)
         while (budget is None or budget > 0) and not self.tiers.interrupted(drive.name, volume):
             limit = self.chunk if budget is None else min(budget, self.chunk)
-            stmt = self._queued(volume, queues)
-            if tier is not None:
-                stmt = stmt.where(Request.priority >= tier)
-            if head is not None and self.policy.position_order:
-                stmt = stmt.where(Request.position > head)
-            claimed = await self.store.claim(stmt.order_by(*order).limit(limit), drive.name)
+            claimed = await self._claim(
+                drive, volume, queues, limit, min_priority=tier,
+                after=head if self.policy.position_order else None,
+                by_position=self.policy.position_order,
+            )  # fmt: skip
             if not claimed:
                 break
-            if combine and tier is not None:
-                claimed += await self._claim_rest(drive, volume, queues, limit - len(claimed))
+            if combine and tier is not None:  # then the rest, of any priority
+                claimed += await self._claim(drive, volume, queues, limit - len(claimed))
                 tier = None
                 self.tiers.set_floor(drive.name, None)
             self._taken(claimed)
@@ -201,26 +198,26 @@ class SessionRunner(WritableBatches):
             await self._read_batch(drive, volume, claimed)
         return total
 
-    async def _claim_rest(
-        self, drive: DriveState, volume: str, queues: frozenset[str] | None, limit: int
+    async def _claim(
+        self,
+        drive: DriveState,
+        volume: str,
+        queues: frozenset[str] | None,
+        limit: int,
+        *,
+        min_priority: int | None = None,
+        after: int | None = None,
+        by_position: bool = True,
     ) -> list[Request]:
-        """Claim up to *limit* more of *volume*'s queued recalls, of any priority."""
+        """Claim up to *limit* queued recalls of *volume* a session may read (of *queues*,
+        when given): not of a paused queue, not into a nearly full file system."""
         if limit <= 0:
             return []
-        stmt = self._queued(volume, queues).order_by(Request.position, Request.id).limit(limit)
-        return await self.store.claim(stmt, drive.name)
-
-    def _queued(self, volume: str, queues: frozenset[str] | None) -> Select[Request]:
-        """The queued recalls of *volume* a session may claim (of *queues*, when given)."""
-        stmt = select(Request).where(
-            Request.kind == Kind.RECALL, Request.state == State.QUEUED, Request.volume == volume
-        )
-        if queues is not None:
-            stmt = stmt.where(Request.queue.in_(sorted(queues)))
-        stmt = stmt.where(*unpaused(self.paused))
-        if self.backpressure is not None:  # recalls into full file systems wait
-            stmt = stmt.where(*self.backpressure.clauses())
-        return stmt
+        held = self.backpressure.held_prefixes() if self.backpressure is not None else ()
+        return await self.store.scheduling.claim_recalls(
+            volume, drive.name, limit, queues=queues, paused=self.paused, held=held,
+            min_priority=min_priority, after=after, by_position=by_position,
+        )  # fmt: skip
 
     def claimed_on(self, volume: str) -> tuple[int, int]:
         """Recalls of *volume* claimed by a session and not read yet: (count, bytes)."""
@@ -365,18 +362,9 @@ class SessionRunner(WritableBatches):
     # -- migrate ----------------------------------------------------------------------
 
     async def migrate(self, drive: DriveState, storage_class: str) -> None:
-        stmt = (
-            select(Request)
-            .where(
-                Request.kind == Kind.MIGRATE,
-                Request.state == State.QUEUED,
-                Request.storage_class == storage_class,
-                *unpaused(self.paused),
-            )
-            .order_by(Request.priority.desc(), Request.id)
-            .limit(self.chunk)
+        claimed = await self.store.scheduling.claim_migrations(
+            storage_class, drive.name, self.chunk, paused=self.paused
         )
-        claimed = await self.store.claim(stmt, drive.name)
         if not claimed:
             return
         pending = {r.id: r for r in claimed}

@@ -1,0 +1,252 @@
+"""The scheduler's queries: which requests wait for a tape, and claiming them for a drive.
+
+A claim moves queued requests to active in one transaction (``FOR UPDATE SKIP LOCKED``
+on PostgreSQL, so several daemons sharing the database never claim one request twice).
+Requests that must wait are left out by the same conditions everywhere: not of a queue an
+operator *paused*, not a recall into a file system that is nearly full (*held*: path
+prefixes, see :mod:`tssd.backpressure`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import ColumnElement, Select, func, not_, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from tssd.db.engine import db_retry
+from tssd.db.events import CHUNK, _record_events
+from tssd.db.models import UNLOCATED_SQL, Request, utcnow
+from tssd.domain import Kind, State
+
+if TYPE_CHECKING:
+    from tssd.db.store import RequestStore
+
+#: A queued recall as the planner loads it: id, volume, position, size, priority, queue,
+#: created_at.
+PendingRow = tuple[int, str | None, int | None, int | None, int | None, str | None, datetime]
+
+#: Every queued, located recall: the planner's full load reads the pending set by design
+#: (at start-up and every ``resync_s``), the one statement that may read most of the table.
+PENDING = select(
+    Request.id, Request.volume, Request.position, Request.size, Request.priority,
+    Request.queue, Request.created_at,
+).where(
+    Request.kind == Kind.RECALL, Request.state == State.QUEUED, Request.volume.is_not(None)
+)  # fmt: skip
+
+
+def unpaused(paused: frozenset[str]) -> tuple[ColumnElement[bool], ...]:
+    """The clause that leaves the requests of *paused* queues where they are."""
+    return (Request.queue.not_in(sorted(paused)),) if paused else ()
+
+
+def outside(held: Sequence[str]) -> list[ColumnElement[bool]]:
+    """The clauses leaving out recalls whose path starts with one of the *held* prefixes."""
+    inside = [Request.path.startswith(prefix, autoescape=True) for prefix in held]
+    return [or_(Request.path.is_(None), not_(cond)) for cond in inside]
+
+
+class Candidates:
+    """Reads of the queue for the scheduler, each in a transaction of its own."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.sessions = sessions
+
+    async def recall_volumes(
+        self, paused: frozenset[str], held: Sequence[str], *, first: int | None = None
+    ) -> list[tuple[str | None, int | None, int]]:
+        """(volume, priority, id) of queued, located recalls a session may claim.
+
+        With *first*: the *first* such requests in arrival order, one row each; without:
+        one row per volume with its highest priority and its oldest request.
+        """
+        queued = (
+            Request.kind == Kind.RECALL,
+            Request.state == State.QUEUED,
+            Request.volume.is_not(None),
+            *unpaused(paused),
+            *outside(held),
+        )
+        stmt: Select[Any, Any, Any]
+        if first is not None:
+            stmt = select(Request.volume, Request.priority, Request.id).where(*queued)
+            stmt = stmt.order_by(Request.id).limit(first)
+        else:
+            stmt = select(Request.volume, func.max(Request.priority), func.min(Request.id))
+            stmt = stmt.where(*queued).group_by(Request.volume)
+        async with self.sessions() as session:
+            return [tuple(row) for row in (await session.execute(stmt)).all()]
+
+    async def unlocated(self, limit: int) -> list[Request]:
+        """The oldest queued recalls with no tape copy chosen yet."""
+        # Spelled as ix_requests_unlocated's predicate: with a million located recalls
+        # queued, the few to locate are found without walking the others.
+        stmt = select(Request).where(text(UNLOCATED_SQL)).order_by(Request.id).limit(limit)
+        async with self.sessions() as session:
+            return list((await session.scalars(stmt)).all())
+
+    async def volumes_with_recalls(self, candidates: Sequence[str]) -> set[str]:
+        """Those of *candidates* with recalls queued or active."""
+        needed: set[str] = set()
+        async with self.sessions() as session:
+            for i in range(0, len(candidates), 500):
+                stmt = (
+                    select(Request.volume)
+                    .where(
+                        Request.state.in_(("queued", "active")),
+                        Request.kind == Kind.RECALL,
+                        Request.volume.in_(candidates[i : i + 500]),
+                    )
+                    .distinct()
+                )
+                needed.update(v for v in (await session.scalars(stmt)).all() if v)
+        return needed
+
+    async def unwritten_migrations(self, paused: frozenset[str], limit: int) -> list[Request]:
+        """Queued migrations with a checksum, never attempted, outside *paused* queues: the
+        ones whose file may be on tape already."""
+        stmt = (
+            select(Request)
+            .where(
+                Request.kind == Kind.MIGRATE,
+                Request.state == State.QUEUED,
+                Request.checksum.is_not(None),
+                Request.attempts == 0,
+                *unpaused(paused),
+            )
+            .order_by(Request.id)
+            .limit(limit)
+        )
+        async with self.sessions() as session:
+            return list((await session.scalars(stmt)).all())
+
+    async def migration_groups(
+        self, paused: frozenset[str]
+    ) -> list[tuple[str | None, int, int | None, datetime | None]]:
+        """(storage class, files, bytes, oldest created_at) of queued migrations outside
+        the *paused* queues."""
+        stmt = (
+            select(
+                Request.storage_class,
+                func.count(),
+                func.sum(Request.size),
+                func.min(Request.created_at),
+            )
+            .where(Request.kind == Kind.MIGRATE, Request.state == State.QUEUED, *unpaused(paused))
+            .group_by(Request.storage_class)
+        )
+        async with self.sessions() as session:
+            return [tuple(row) for row in (await session.execute(stmt)).all()]  # type: ignore[misc]
+
+    async def pending_recalls(self) -> AsyncIterator[PendingRow]:
+        """Every queued, located recall (:data:`PENDING`), streamed in one read."""
+        async with self.sessions() as session:
+            result = await session.stream(PENDING.execution_options(yield_per=10_000))
+            async for row in result:
+                yield tuple(row)  # type: ignore[misc]
+
+
+class Scheduling(Candidates):
+    """The scheduler's queries and claims. A claim moves the requests it selects from
+    queued to active, owned by *drive*, and returns them (their rows, now active)."""
+
+    def __init__(self, store: RequestStore) -> None:
+        super().__init__(store.sessions)
+        self.store = store
+
+    async def claim_recalls(
+        self,
+        volume: str,
+        drive: str,
+        limit: int,
+        *,
+        queues: frozenset[str] | None = None,
+        paused: frozenset[str] = frozenset(),
+        held: Sequence[str] = (),
+        min_priority: int | None = None,
+        after: int | None = None,
+        by_position: bool = True,
+    ) -> list[Request]:
+        """Claim up to *limit* queued recalls of *volume* (of *queues*, when given), of
+        priority >= *min_priority* and position > *after* when given, in position (else
+        arrival) order."""
+        stmt = select(Request).where(
+            Request.kind == Kind.RECALL, Request.state == State.QUEUED, Request.volume == volume
+        )
+        if queues is not None:
+            stmt = stmt.where(Request.queue.in_(sorted(queues)))
+        stmt = stmt.where(*unpaused(paused))
+        if held:  # recalls into full file systems wait
+            stmt = stmt.where(*outside(held))
+        if min_priority is not None:
+            stmt = stmt.where(Request.priority >= min_priority)
+        if after is not None:
+            stmt = stmt.where(Request.position > after)
+        order = (Request.position, Request.id) if by_position else (Request.id,)
+        return await self._claim(stmt.order_by(*order).limit(limit), drive)
+
+    async def claim_migrations(
+        self, storage_class: str, drive: str, limit: int, *, paused: frozenset[str] = frozenset()
+    ) -> list[Request]:
+        """Claim up to *limit* queued migrations of *storage_class*, highest priority first."""
+        stmt = (
+            select(Request)
+            .where(
+                Request.kind == Kind.MIGRATE,
+                Request.state == State.QUEUED,
+                Request.storage_class == storage_class,
+                *unpaused(paused),
+            )
+            .order_by(Request.priority.desc(), Request.id)
+            .limit(limit)
+        )
+        return await self._claim(stmt, drive)
+
+    async def claim_removals(self, limit: int) -> list[Request]:
+        """Claim up to *limit* queued removals, oldest first (no drive: catalog work)."""
+        stmt = (
+            select(Request)
+            .where(Request.kind == Kind.REMOVE, Request.state == State.QUEUED)
+            .order_by(Request.id)
+            .limit(limit)
+        )
+        return await self._claim(stmt, None)
+
+    async def claim_ids(self, ids: Iterable[int], drive: str | None = None) -> list[Request]:
+        """Claim the requests *ids* that are still queued."""
+        wanted = list(ids)
+        if len(wanted) == 1:
+            return await self._claim(select(Request).where(Request.id == wanted[0]), drive)
+        return await self._claim(select(Request).where(Request.id.in_(wanted)), drive)
+
+    @db_retry
+    async def _claim(self, stmt: Select[Any], drive: str | None) -> list[Request]:
+        """Atomically move the queued requests selected by *stmt* to active."""
+        store = self.store
+        if store.postgres:
+            stmt = stmt.with_for_update(skip_locked=True)
+        now = utcnow()
+        async with store.sessions.begin() as session:
+            rows = list((await session.scalars(stmt)).all())
+            ids = [r.id for r in rows]
+            for i in range(0, len(ids), CHUNK):
+                await session.execute(
+                    update(Request)
+                    .where(Request.id.in_(ids[i : i + CHUNK]), Request.state == State.QUEUED)
+                    .values(
+                        state=State.ACTIVE.value,
+                        drive=drive,
+                        started_at=now,
+                        updated_at=now,
+                        attempts=Request.attempts + 1,
+                        instance=store.instance,
+                    )
+                )
+            await _record_events(session, ids, State.QUEUED, State.ACTIVE, drive)
+        for row in rows:
+            row.state, row.drive, row.started_at = State.ACTIVE.value, drive, now
+        store.polls.moved(ids, State.ACTIVE)
+        return rows
