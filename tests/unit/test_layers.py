@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2] / "tssd"
 
 #: Lowest first. A module belongs to the longest prefix that names it.
@@ -211,11 +209,6 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles(edges) == [["a", "b", "c"]]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 19 point 1: the scheduler, cluster, health and metrics_db queries move "
-    "into tssd/db/ on other branches; passes once those are merged",
-)
 def test_only_the_database_layer_imports_sqlalchemy() -> None:
     """Issue 19: SQL lives in ``tssd/db/`` only (TYPE_CHECKING imports count too)."""
     outside = []

@@ -218,9 +218,12 @@ class Scheduling(Candidates):
     async def claim_ids(self, ids: Iterable[int], drive: str | None = None) -> list[Request]:
         """Claim the requests *ids* that are still queued."""
         wanted = list(ids)
+        # The state in the SELECT too: a request cancelled or claimed by another is neither
+        # returned as claimed nor given a queued -> active event it never made.
+        queued = Request.state == State.QUEUED
         if len(wanted) == 1:
-            return await self._claim(select(Request).where(Request.id == wanted[0]), drive)
-        return await self._claim(select(Request).where(Request.id.in_(wanted)), drive)
+            return await self._claim(select(Request).where(Request.id == wanted[0], queued), drive)
+        return await self._claim(select(Request).where(Request.id.in_(wanted), queued), drive)
 
     @db_retry
     async def _claim(self, stmt: Select[Any], drive: str | None) -> list[Request]:
