@@ -88,66 +88,69 @@ def locate_total(offsets: Sequence[tuple[int, int]], head: int, profile: Profile
 
 
 class _Starts:
-    """The start offsets of the runs not read yet, by wrap, sorted along the tape."""
+    """The start offsets of the runs not read yet, sorted along the tape by wrap and by
+    band: the cheapest locate from the head is found in O(bands x log runs)."""
 
     def __init__(self, runs: Sequence[_Run], profile: Profile) -> None:
         self.profile, self.capacity = profile, profile.capacity_bytes
-        cells: dict[int, list[tuple[float, int]]] = defaultdict(list)
+        self.where: dict[int, tuple[float, int, int]] = {}  # run -> (x, wrap, band)
+        self.wraps: dict[int, list[tuple[float, int]]] = defaultdict(list)
+        self.bands: dict[int, list[tuple[float, int, int]]] = defaultdict(list)
         for index, run in enumerate(runs):
+            x = profile.longitudinal(run.start, self.capacity)
             wrap = profile.wrap_of(run.start, self.capacity)
-            cells[wrap].append((profile.longitudinal(run.start, self.capacity), index))
-        self.xs: dict[int, list[float]] = {}
-        self.ids: dict[int, list[int]] = {}
-        for wrap, cell in cells.items():
+            band = profile.band_of(run.start, self.capacity)
+            self.where[index] = (x, wrap, band)
+            self.wraps[wrap].append((x, index))
+            self.bands[band].append((x, index, wrap))
+        for cell in self.wraps.values():
             cell.sort()
-            self.xs[wrap] = [x for x, _ in cell]
-            self.ids[wrap] = [i for _, i in cell]
+        for lane in self.bands.values():
+            lane.sort()
 
-    def nearest(self, head: int, runs: Sequence[_Run]) -> tuple[int, int, int]:
-        """(wrap, slot, run index) of the run whose start is the cheapest locate away.
+    def nearest(self, head: int, runs: Sequence[_Run]) -> int:
+        """The run whose start is the cheapest locate away (the lowest index on a tie).
 
-        Only the two runs either side of the head's longitudinal position can be the
-        cheapest of a wrap (a wrap's change cost is the same for all of it); wraps of the
-        head's own wrap, then band, come first so the others are skipped once no locate
-        that needs their larger change cost can win.
+        A locate costs a fixed part, the longitudinal travel, and a change cost that is
+        the same for every run of the head's wrap, of the other wraps of its band, and of
+        each other band: within each of those classes the run nearest along the tape is
+        the cheapest, so only those few are costed.
         """
         p, cap = self.profile, self.capacity
         x = p.longitudinal(head, cap)
         own_wrap, own_band = p.wrap_of(head, cap), p.band_of(head, cap)
-        best: tuple[float, int, int, int, int] | None = None
-        for wrap in sorted(self.xs, key=lambda w: _distance(w, own_wrap, own_band, p, cap)):
-            floor = p.locate_base_s + _penalty(wrap, own_wrap, own_band, p, cap)
-            if best is not None and best[0] <= floor:
-                break
-            xs, ids = self.xs[wrap], self.ids[wrap]
-            i = bisect_left(xs, x)
-            for slot in (i - 1, i):
-                if 0 <= slot < len(xs):
-                    index = ids[slot]
-                    cost = p.locate_s(head, runs[index].start, cap)
-                    key = (cost, index, wrap, slot, index)
-                    if best is None or key < best:
-                        best = key
-        assert best is not None, "nearest() on an empty set"
-        return best[2], best[3], best[4]
+        candidates: list[int] = []
+        cell = self.wraps.get(own_wrap, [])
+        i = bisect_left(cell, (x, -1))
+        candidates += [cell[j][1] for j in (i - 1, i) if 0 <= j < len(cell)]
+        for band, lane in self.bands.items():
+            i = bisect_left(lane, (x, -1, -1))
+            skip = own_wrap if band == own_band else None
+            candidates += _either_side(lane, i, skip)
+        assert candidates, "nearest() on an empty set"
+        return min((p.locate_s(head, runs[c].start, cap), c) for c in candidates)[1]
 
-    def remove(self, wrap: int, slot: int) -> None:
-        del self.xs[wrap][slot], self.ids[wrap][slot]
-        if not self.xs[wrap]:
-            del self.xs[wrap], self.ids[wrap]
-
-
-def _penalty(wrap: int, own_wrap: int, own_band: int, p: Profile, capacity: int) -> float:
-    if wrap == own_wrap:
-        return 0.0
-    band = p.band_of(wrap * p.wrap_bytes(capacity), capacity)
-    return p.wrap_change_s + (p.band_change_s if band != own_band else 0.0)
+    def remove(self, index: int) -> None:
+        x, wrap, band = self.where.pop(index)
+        cell, lane = self.wraps[wrap], self.bands[band]
+        del cell[bisect_left(cell, (x, index))]
+        del lane[bisect_left(lane, (x, index, wrap))]
+        if not cell:
+            del self.wraps[wrap]
+        if not lane:
+            del self.bands[band]
 
 
-def _distance(
-    wrap: int, own_wrap: int, own_band: int, p: Profile, capacity: int
-) -> tuple[float, int]:
-    return (_penalty(wrap, own_wrap, own_band, p, capacity), abs(wrap - own_wrap))
+def _either_side(lane: Sequence[tuple[float, int, int]], at: int, skip: int | None) -> list[int]:
+    """The runs of *lane* nearest either side of position *at*, not on wrap *skip*."""
+    found = []
+    for step, start in ((-1, at - 1), (1, at)):
+        j = start
+        while 0 <= j < len(lane) and lane[j][2] == skip:
+            j += step
+        if 0 <= j < len(lane):
+            found.append(lane[j][1])
+    return found
 
 
 def rao_order(offsets: Sequence[tuple[int, int]], head: int, profile: Profile) -> list[int]:
@@ -156,8 +159,8 @@ def rao_order(offsets: Sequence[tuple[int, int]], head: int, profile: Profile) -
     starts = _Starts(runs, profile)
     order: list[int] = []
     for _ in range(len(runs)):
-        wrap, slot, index = starts.nearest(head, runs)
-        starts.remove(wrap, slot)
+        index = starts.nearest(head, runs)
+        starts.remove(index)
         run = runs[index]
         order.extend(range(run.first, run.stop))
         head = run.end
@@ -207,29 +210,76 @@ def spread_factors(profile: Profile) -> tuple[float, ...]:
 
 
 def _scaled(spans: Sequence[tuple[int, int]], factor: float) -> list[tuple[int, int]]:
+    """*spans* (offset, size) with their offsets scaled by *factor*; each span's end is
+    scaled too, so objects that follow each other on tape still do (no locate between)."""
     if factor == 1.0:
         return list(spans)
-    return [(int(o * factor), int(n * factor)) for o, n in spans]
+    out = []
+    for offset, size in spans:
+        start = int(offset * factor)
+        out.append((start, int((offset + size) * factor) - start))
+    return out
+
+
+def robust_tour(
+    spans: Sequence[tuple[int, int]], head: int, profile: Profile, factors: Sequence[float]
+) -> list[int]:
+    """Indexes of *spans* (in position order) in nearest-next-run order from *head*, each
+    hop the least locating on average over the positions scaled by each of *factors*.
+
+    With one factor this is :func:`rao_order` on the scaled positions. With several, a
+    hop to a wrap far from the head, whose place the factors disagree on, loses to a
+    nearer one they agree on: the tour leans on what is known and leaves the rest for
+    when the tape's calibration (``calibrate.py``) has narrowed the factors.
+    """
+    runs = _runs(spans)
+    views = [[_scaled_run(run, f) for run in runs] for f in factors]
+    starts = [_Starts(view, profile) for view in views]
+    heads = [int(head * f) for f in factors]
+    capacity = profile.capacity_bytes
+    order: list[int] = []
+    for _ in range(len(runs)):
+        candidates = {s.nearest(h, v) for s, v, h in zip(starts, views, heads, strict=True)}
+        pairs = list(zip(views, heads, strict=True))
+        _, index = min(
+            (sum(profile.locate_s(h, v[c].start, capacity) for v, h in pairs), c)
+            for c in candidates
+        )
+        for s in starts:
+            s.remove(index)
+        run = runs[index]
+        order.extend(range(run.first, run.stop))
+        heads = [view[index].end for view in views]
+    return order
+
+
+def _scaled_run(run: _Run, factor: float) -> _Run:
+    return _Run(run.first, run.stop, int(run.start * factor), int(run.end * factor))
 
 
 def _robust_order(
-    late: list[int], offsets: Sequence[tuple[int, int]], head: int, profile: Profile
+    late: list[int],
+    offsets: Sequence[tuple[int, int]],
+    head: int,
+    profile: Profile,
+    factors: Sequence[float] | None = None,
 ) -> list[int]:
-    """The tour, if it beats position order by 1 % on average over the spread's factors,
-    else position order.
+    """The tour over *factors* (default: the profile's spread), if it beats position
+    order by 1 % on average over them, else position order.
 
     Where positions are estimates, a tour that leans on a neighbouring wrap lying right
     beside the head may find it a wrap away on the real tape; position order moves
     forward along the tape and barely depends on the estimate.
     """
     spans = [offsets[i] for i in late]
-    views = [(f, _scaled(spans, f)) for f in spread_factors(profile)]
+    factors = tuple(factors) if factors else spread_factors(profile)
+    views = [(f, _scaled(spans, f)) for f in factors]
 
     def mean_cost(order: Sequence[int]) -> float:
         total = sum(order_cost([v[i] for i in order], int(head * f), profile) for f, v in views)
         return total / len(views)
 
-    tour = rao_order(spans, head, profile)
+    tour = robust_tour(spans, head, profile, factors)
     if mean_cost(tour) < 0.99 * mean_cost(range(len(late))):
         return [late[i] for i in tour]
     return late
@@ -248,13 +298,15 @@ def order_reads(
     mode: str,
     *,
     urgent: Mapping[int, float] | None = None,
+    factors: Sequence[float] | None = None,
 ) -> list[ReadItem]:
     """*items* (in position order) reordered by RAO when *mode* asks for it and it pays.
 
     *profile* is the backend's timing model, None when it has none: ``auto`` then keeps
     position order and ``on`` falls back to the LTO-9 model. Items whose ``id()`` is a key
     of *urgent* join the order within that many seconds (:func:`insert_early`) when
-    :func:`inserts_urgent`.
+    :func:`inserts_urgent`. *factors*: the scales of the estimated positions still
+    plausible (``calibrate.Calibration.factors``); ``auto`` plans over them.
     """
     if mode == "off" or len(items) < 2:
         return list(items)
@@ -273,7 +325,7 @@ def order_reads(
     if not late:  # all of one priority: nothing to put before the rest
         late, early = early, []
     if mode == "auto":
-        order = _robust_order(late, offsets, drive.head_offset, profile)
+        order = _robust_order(late, offsets, drive.head_offset, profile, factors)
     else:
         order = [late[i] for i in rao_order([offsets[i] for i in late], drive.head_offset, profile)]
     if early:

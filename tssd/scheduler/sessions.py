@@ -10,6 +10,7 @@ higher-priority tape waits) stops after the file it is reading.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import aclosing
 from datetime import UTC
 from typing import Any
 
@@ -36,7 +37,8 @@ from tssd.retry import Retrier
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.planner import Entry
 from tssd.scheduler.policy import Policy
-from tssd.scheduler.rao import OFFLOAD_ABOVE, inserts_urgent, order_reads
+from tssd.scheduler.rao import inserts_urgent
+from tssd.scheduler.reads import PlannedReads
 from tssd.scheduler.reservations import Reservations
 from tssd.scheduler.tiers import PriorityTiers
 from tssd.scheduler.writable import WritableBatches
@@ -87,6 +89,8 @@ class SessionRunner(WritableBatches):
         #: Per volume, the layout model RAO plans on (TapeBackend.geometry; None: unknown,
         #: position order). Asked once per volume: a cartridge's geometry does not change.
         self.layouts: dict[str, Profile | None] = {}
+        #: Orders each batch's reads, calibrating each tape from its locate times.
+        self.reads = PlannedReads(backend, offload, rao)
         #: Whether higher-priority requests of tapes other than the given one wait for a
         #: drive (the scheduler's chooser knows): a session that came for urgent requests
         #: then leaves its ordinary ones for later.
@@ -264,21 +268,18 @@ class SessionRunner(WritableBatches):
                 for k, (_, r) in by_item.items()
                 if r.priority > floor
             }
-
-            def order() -> list[ReadItem]:
-                return order_reads(batch, drive, layout, self.rao, urgent=urgent)
-
-            items = await self.offload(order) if len(batch) > OFFLOAD_ABOVE else order()
-            async for result in self.backend.read(drive.name, items):
-                request = by_item[id(result.item)][1]
-                pending.pop(request.id, None)
-                self.tiers.reached(drive.name, request.id)
-                end = result.item.copy.offset + result.item.copy.size
-                self.drives.head_moved(drive, end, request.position or 0)
-                await self._finish_read(drive, request, result)
-                self._claimed_entries.pop(request.id, None)
-                if self.tiers.interrupted(drive.name, volume):
-                    break  # a higher-priority tape or request waits for this drive
+            reads = self.reads.read(drive, volume, layout, batch, urgent)
+            async with aclosing(reads) as results:
+                async for result in results:
+                    request = by_item[id(result.item)][1]
+                    pending.pop(request.id, None)
+                    self.tiers.reached(drive.name, request.id)
+                    end = result.item.copy.offset + result.item.copy.size
+                    self.drives.head_moved(drive, end, request.position or 0)
+                    await self._finish_read(drive, request, result)
+                    self._claimed_entries.pop(request.id, None)
+                    if self.tiers.interrupted(drive.name, volume):
+                        break  # a higher-priority tape or request waits for this drive
         except TssdError as exc:
             if not isinstance(exc, TransientBackendError):
                 for request in await self._strike(pending, exc):

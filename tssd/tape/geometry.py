@@ -100,17 +100,24 @@ class Profile:
         """Seconds to move the head from byte *head_offset* to *target_offset*.
 
         Zero when the head is already there (reading the next file on tape). A pure
-        function of its arguments, for schedulers ordering reads (RAO).
+        function of its arguments, for schedulers ordering reads (RAO); the arithmetic
+        is that of :meth:`wrap_of`, :meth:`longitudinal` and :meth:`band_of`, inlined
+        because RAO calls this hundreds of thousands of times per campaign.
         """
         if head_offset == target_offset:
             return 0.0
+        wrap_bytes = max(1, capacity // self.wraps)
+        head_wrap = min(self.wraps - 1, max(0, head_offset) // wrap_bytes)
+        target_wrap = min(self.wraps - 1, max(0, target_offset) // wrap_bytes)
         distance = abs(
-            self.longitudinal(target_offset, capacity) - self.longitudinal(head_offset, capacity)
+            _along(target_offset, target_wrap, wrap_bytes)
+            - _along(head_offset, head_wrap, wrap_bytes)
         )
         cost = self.locate_base_s + distance * self.locate_full_s
-        if self.wrap_of(head_offset, capacity) != self.wrap_of(target_offset, capacity):
+        if head_wrap != target_wrap:
             cost += self.wrap_change_s
-            if self.band_of(head_offset, capacity) != self.band_of(target_offset, capacity):
+            per_band = max(1, -(-self.wraps // self.bands))
+            if head_wrap // per_band != target_wrap // per_band:
                 cost += self.band_change_s
         return cost
 
@@ -292,3 +299,9 @@ def get_profile(name: str) -> Profile:
     except KeyError:
         valid = ", ".join(sorted(PROFILES))
         raise ConfigError(f"unknown sim.profile {name!r}: choose one of {valid}") from None
+
+
+def _along(offset: int, wrap: int, wrap_bytes: int) -> float:
+    """:meth:`Profile.longitudinal` of *offset*, whose wrap is known."""
+    along = min(1.0, (max(0, offset) - wrap * wrap_bytes) / wrap_bytes)
+    return along if wrap % 2 == 0 else 1.0 - along

@@ -54,7 +54,7 @@ from tssd.errors import (
     TransientBackendError,
 )
 from tssd.files import FileSink
-from tssd.tape.geometry import Profile, get_profile
+from tssd.tape.geometry import ESTIMATE_SPREAD, Profile, get_profile
 
 log = structlog.get_logger()
 
@@ -143,7 +143,9 @@ class SimLibrary(TapeBackend):
 
     async def geometry(self, volume: str) -> Profile | None:
         """The media type's nominal geometry at the volume's own capacity; copies'
-        offsets (the sizes of the objects before them) are estimates of the truth."""
+        offsets (the sizes of the objects before them) are estimates of the truth, off by
+        as much as a real site would assume (``ESTIMATE_SPREAD``), not by the simulated
+        ``layout_spread``, which only the library knows."""
         known = self._geometry.get(volume)
         if known is None:
             tape = await self._catalog.tape(volume)
@@ -152,7 +154,7 @@ class SimLibrary(TapeBackend):
             known = dataclasses.replace(
                 self.profile,
                 capacity_bytes=tape.capacity,
-                position_spread=self._settings.layout_spread,
+                position_spread=ESTIMATE_SPREAD,
             )
             self._geometry[volume] = known
         return known

@@ -1,0 +1,213 @@
+"""A tape's estimated positions calibrated from its locate times (scheduler/calibrate.py),
+the tour robust over the plausible scales (rao.robust_tour), and the batch read in
+segments planned on what the tape has shown (scheduler/reads.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.unit.test_sched_rao import GB, half_of_a_tape, items_at
+from tssd.backends.base import ReadItem, ReadResult
+from tssd.clock import inline
+from tssd.scheduler.calibrate import Calibration
+from tssd.scheduler.drives import DriveState
+from tssd.scheduler.rao import _runs, _scaled, locate_total, rao_order, robust_tour
+from tssd.scheduler.reads import PlannedReads
+from tssd.tape.geometry import ESTIMATE_SPREAD, GRIDKA_T10K, LTO9, PROFILES, Profile
+
+ESTIMATED = dataclasses.replace(LTO9, position_spread=ESTIMATE_SPREAD)
+
+
+def truth(spans: Sequence[tuple[int, int]], factor: float) -> list[tuple[int, int]]:
+    return _scaled(spans, factor)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    factor=st.floats(min_value=1 - ESTIMATE_SPREAD, max_value=1 + ESTIMATE_SPREAD),
+    seed=st.integers(0, 10_000),
+)
+def test_the_true_factor_stays_plausible_and_the_range_narrows(factor: float, seed: int) -> None:
+    """Locate times from a tape scaled by *factor* never rule the factor out, and a
+    pass over half a tape narrows the plausible range to well under the prior."""
+    spans = half_of_a_tape(seed, files=300)
+    real = truth(spans, factor)
+    calibration = Calibration(ESTIMATED)
+    head_est = head_true = 0
+    capacity = LTO9.capacity_bytes
+    for (offset, size), (start, true_size) in zip(spans, real, strict=True):
+        calibration.observe(head_est, offset, LTO9.locate_s(head_true, start, capacity))
+        head_est, head_true = offset + size, start + true_size
+    low, high = calibration.plausible()
+    step = ESTIMATE_SPREAD / 24
+    assert low - step <= factor <= high + step
+    assert high - low < ESTIMATE_SPREAD  # the prior is 2 x spread wide
+
+
+def test_without_evidence_every_factor_is_plausible() -> None:
+    calibration = Calibration(ESTIMATED)
+    low, high = calibration.plausible()
+    assert (low, high) == pytest.approx((1 - ESTIMATE_SPREAD, 1 + ESTIMATE_SPREAD))
+    calibration.observe(5 * GB, 5 * GB, 0.0)  # the next file on tape: no evidence
+    assert calibration.evidence == 0
+    assert Calibration(LTO9).factors() == (1.0,)  # exact positions: nothing to calibrate
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 40 * GB), min_size=1, max_size=30),
+    factor=st.floats(min_value=0.9, max_value=1.1),
+)
+def test_scaling_keeps_objects_that_follow_each_other_contiguous(
+    sizes: list[int], factor: float
+) -> None:
+    spans, offset = [], 0
+    for size in sizes:
+        spans.append((offset, size))
+        offset += size
+    scaled = _scaled(spans, factor)
+    for (a, n), (b, _) in itertools.pairwise(scaled):
+        assert a + n == b  # no locate charged between neighbours on tape
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), head=st.integers(0, 200 * GB))
+def test_a_tour_over_one_factor_is_the_plain_tour(seed: int, head: int) -> None:
+    rng = random.Random(seed)
+    spans = sorted(
+        (rng.randrange(0, 17_000 * GB), rng.randrange(1, 5 * GB)) for _ in range(rng.randint(1, 40))
+    )
+    spans = [s for i, s in enumerate(spans) if i == 0 or s[0] >= spans[i - 1][0] + spans[i - 1][1]]
+    assert robust_tour(spans, head, LTO9, (1.0,)) == rao_order(spans, head, LTO9)
+    order = robust_tour(spans, head, LTO9, (0.97, 1.0, 1.03))
+    assert sorted(order) == list(range(len(spans)))
+
+
+class TrueTape:
+    """A backend stand-in reading copies where a factor puts them, reporting locate times."""
+
+    name = "true-tape"
+
+    def __init__(self, profile: Profile, factor: float) -> None:
+        self.profile, self.factor = profile, factor
+        self.head = 0
+        self.calls = 0
+        self.closed = 0
+
+    async def read(self, drive: str, items: Sequence[ReadItem]) -> AsyncIterator[ReadResult]:
+        self.calls += 1
+        try:
+            for item in items:
+                ((start, size),) = _scaled([(item.copy.offset, item.copy.size)], self.factor)
+                locate_s = self.profile.locate_s(self.head, start, self.profile.capacity_bytes)
+                self.head = start + size
+                yield ReadResult(item, item.copy.size, None, locate_s=locate_s)
+        finally:
+            self.closed += 1
+
+
+async def read_all(reads: PlannedReads, items: list[ReadItem], stop_after: int = 0) -> list[int]:
+    drive = DriveState("d")
+    seen: list[int] = []
+    async with aclosing(reads.read(drive, "A", ESTIMATED, items, {})) as results:
+        async for result in results:
+            seen.append(result.item.copy.position)
+            drive.head_offset = result.item.copy.offset + result.item.copy.size
+            if stop_after and len(seen) == stop_after:
+                break
+    return seen
+
+
+@pytest.mark.parametrize("factor", [0.975, 1.0, 1.025])
+async def test_every_item_is_read_once_across_plans(factor: float) -> None:
+    tape = TrueTape(GRIDKA_T10K, factor)
+    reads = PlannedReads(tape, inline, "auto")  # type: ignore[arg-type]
+    items = items_at(half_of_a_tape(3, files=600))
+    seen = await read_all(reads, items)
+    assert sorted(seen) == sorted(i.copy.position for i in items)
+    assert tape.calls > 1  # planned again as the scale narrowed
+    assert tape.closed == tape.calls  # every backend read ended, none left to the collector
+
+
+async def test_an_interrupted_batch_ends_the_backend_read() -> None:
+    tape = TrueTape(GRIDKA_T10K, 1.01)
+    reads = PlannedReads(tape, inline, "auto")  # type: ignore[arg-type]
+    items = items_at(half_of_a_tape(4, files=200))
+    assert len(await read_all(reads, items, stop_after=5)) == 5
+    assert tape.closed == tape.calls == 1
+
+
+async def test_calibrated_reads_locate_less_than_position_order() -> None:
+    """On a tape 2 % longer than its estimate, calibrated RAO locates less than position
+    order (and the estimate-blind tour, planned as if the estimate were exact, more)."""
+    spans = half_of_a_tape(9, files=1000)
+    real = truth(spans, 1.02)
+    position = locate_total(real, 0, GRIDKA_T10K)
+    tape = TrueTape(GRIDKA_T10K, 1.02)
+    reads = PlannedReads(tape, inline, "auto")  # type: ignore[arg-type]
+    estimated = dataclasses.replace(GRIDKA_T10K, position_spread=ESTIMATE_SPREAD)
+    drive = DriveState("d")
+    total = 0.0
+    async for result in reads.read(drive, "A", estimated, items_at(spans), {}):
+        total += result.locate_s
+        drive.head_offset = result.item.copy.offset + result.item.copy.size
+    assert total < 0.95 * position
+
+
+def brute_force_tour(spans: list[tuple[int, int]], head: int, profile: Profile) -> list[int]:
+    """The nearest-next tour by costing every remaining run at every step."""
+    runs, order = _runs(spans), []
+    left = list(range(len(runs)))
+    while left:
+        _, best = min(
+            (profile.locate_s(head, runs[r].start, profile.capacity_bytes), r) for r in left
+        )
+        left.remove(best)
+        order.extend(range(runs[best].first, runs[best].stop))
+        head = runs[best].end
+    return order
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 100_000), head=st.integers(0, 18_000 * GB))
+def test_the_indexed_search_finds_what_costing_every_run_finds(seed: int, head: int) -> None:
+    """The tour's nearest-run search looks at a few runs per band; costing every run at
+    every step gives the same tour (on LTO-9 and T10000D geometry)."""
+    rng = random.Random(seed)
+    for profile in (LTO9, GRIDKA_T10K):
+        capacity = profile.capacity_bytes
+        spans, offset = [], rng.randrange(0, 10 * GB)
+        while len(spans) < rng.randint(1, 60) and offset < capacity:
+            size = rng.randrange(1, 20 * GB)
+            spans.append((offset, size))
+            offset += size + rng.choice((0, 0, rng.randrange(1, 400 * GB)))
+        assert rao_order(spans, head, profile) == brute_force_tour(spans, head, profile)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.sampled_from(sorted(PROFILES)),
+    head=st.integers(-10, 20_000 * GB),
+    target=st.integers(-10, 20_000 * GB),
+)
+def test_the_inlined_locate_model_is_the_composed_one(name: str, head: int, target: int) -> None:
+    """``Profile.locate_s`` inlines wrap_of/longitudinal/band_of for speed: same figures."""
+    p = PROFILES[name]
+    capacity = p.capacity_bytes
+    expected = 0.0
+    if head != target:
+        travel = abs(p.longitudinal(target, capacity) - p.longitudinal(head, capacity))
+        expected = p.locate_base_s + travel * p.locate_full_s
+        if p.wrap_of(head, capacity) != p.wrap_of(target, capacity):
+            expected += p.wrap_change_s
+            if p.band_of(head, capacity) != p.band_of(target, capacity):
+                expected += p.band_change_s
+    assert p.locate_s(head, target, capacity) == expected

@@ -1,0 +1,104 @@
+"""The reads of one batch, in an order planned on what the tape has shown so far.
+
+Without a timing model, with ``rao = "off"``, or where the backend's positions are exact
+(``position_spread`` 0), the batch is ordered once (:func:`rao.order_reads`). Where they
+are estimates, each read's locate time calibrates the tape (``calibrate.py``): once the
+plausible scales have narrowed to half of what the current order was planned on, or
+``REPLAN_EVERY`` reads after it, the rest of the batch is ordered again on them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Mapping, Sequence
+
+from tssd.backends.base import ReadItem, ReadResult, TapeBackend
+from tssd.clock import Offload
+from tssd.scheduler.calibrate import Calibration
+from tssd.scheduler.drives import DriveState
+from tssd.scheduler.rao import OFFLOAD_ABOVE, order_reads
+from tssd.tape.geometry import Profile
+
+#: Reads after which the rest of a batch is planned again even if the scale did not narrow.
+REPLAN_EVERY = 128
+#: Tapes whose calibration is kept (the factor is the tape's own: it holds across mounts).
+KEEP_TAPES = 4096
+
+
+class PlannedReads:
+    """Orders and reads the batches of the runner's sessions, calibrating each tape."""
+
+    def __init__(self, backend: TapeBackend, offload: Offload, mode: str) -> None:
+        self.backend = backend
+        self.offload = offload
+        self.mode = mode
+        self._calibrations: OrderedDict[str, Calibration] = OrderedDict()
+
+    def calibration(self, volume: str, layout: Profile | None) -> Calibration | None:
+        """*volume*'s calibration, None where there is nothing to calibrate."""
+        if layout is None or layout.position_spread <= 0 or self.mode != "auto":
+            return None
+        known = self._calibrations.get(volume)
+        if known is None or known.profile != layout:
+            known = self._calibrations[volume] = Calibration(layout)
+        self._calibrations.move_to_end(volume)
+        while len(self._calibrations) > KEEP_TAPES:
+            self._calibrations.popitem(last=False)
+        return known
+
+    async def read(
+        self,
+        drive: DriveState,
+        volume: str,
+        layout: Profile | None,
+        batch: Sequence[ReadItem],
+        urgent: Mapping[int, float],
+    ) -> AsyncGenerator[ReadResult, None]:
+        """Results of reading *batch* on *drive*, one per item as the backend yields them.
+
+        ``drive.head_offset`` is the caller's to move after each result (it is read here
+        before the next one, as the estimated place of the head). A caller that may stop
+        early reads it under ``contextlib.aclosing`` so the backend's read ends at once."""
+        calibration = self.calibration(volume, layout)
+        remaining = list(batch)
+        while remaining:
+            factors = calibration.factors() if calibration is not None else None
+            planned = calibration.width() if calibration is not None else 0.0
+            items = await self._order(remaining, drive, layout, urgent, factors)
+            done: set[int] = set()
+            results = self.backend.read(drive.name, items)
+            try:
+                async for result in results:
+                    done.add(id(result.item))
+                    if calibration is not None and result.error is None:
+                        calibration.observe(
+                            drive.head_offset, result.item.copy.offset, result.locate_s
+                        )
+                    yield result
+                    if calibration is not None and _replan(calibration, planned, len(done)):
+                        break
+            finally:
+                # Stopped early (a new plan, or the caller's interrupt): end the backend's
+                # read now rather than whenever the generator is collected.
+                close = getattr(results, "aclose", None)
+                if close is not None:
+                    await close()
+            remaining = [i for i in remaining if id(i) not in done]
+
+    async def _order(
+        self,
+        items: Sequence[ReadItem],
+        drive: DriveState,
+        layout: Profile | None,
+        urgent: Mapping[int, float],
+        factors: Sequence[float] | None,
+    ) -> list[ReadItem]:
+        def order() -> list[ReadItem]:
+            return order_reads(items, drive, layout, self.mode, urgent=urgent, factors=factors)
+
+        return await self.offload(order) if len(items) > OFFLOAD_ABOVE else order()
+
+
+def _replan(calibration: Calibration, planned: float, reads: int) -> bool:
+    narrowed = planned > 0 and calibration.width() <= planned / 2
+    return narrowed or reads >= REPLAN_EVERY
