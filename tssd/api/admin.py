@@ -163,7 +163,10 @@ async def _set_enabled(request: web.Request, enabled: bool) -> web.Response:
 async def list_tapes(request: web.Request) -> web.Response:
     limit = int_param(request, "limit", 1000, lo=1, hi=100_000) or 1000
     after = request.query.get("after") or None
-    tapes, nxt = await admin(request).tapes(limit, after)
+    # The planner's per-tape index names the tapes with queued recalls without a query.
+    planner = services(request).scheduler.planner
+    pending = planner.tapes.keys() if planner is not None else None
+    tapes, nxt = await admin(request).tapes(limit, after, pending)
     return web.json_response({"tapes": tapes, "next": nxt})
 
 

@@ -6,25 +6,38 @@ in a drive this very moment) is merged in by the caller from the DriveManager.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tssd.config.queues import QueueSettings
 from tssd.db.counts import Counts
-from tssd.db.models import OPEN_STATES, Drive, Kind, Mount, QueueRow, Request, Tape, utcnow
+from tssd.db.models import (
+    OPEN_STATE_SQL,
+    OPEN_STATES,
+    Drive,
+    Kind,
+    Mount,
+    QueueRow,
+    Request,
+    State,
+    Tape,
+    utcnow,
+)
 from tssd.errors import Conflict, NotFound
 
 log = structlog.get_logger()
 
 DAY = timedelta(days=1)
 UNSET: Any = object()  # a keyword left out, as opposed to None (= "no limit")
+IN_CHUNK = 1000  # volumes per IN list
 
 
 def aware(value: datetime | None) -> datetime | None:
@@ -199,26 +212,37 @@ class AdminStore:
 
     # -- tapes --------------------------------------------------------------------------
 
-    async def tapes(self, limit: int, after: str | None = None) -> tuple[list[dict[str, Any]], Any]:
-        """Tapes known to tssd (mounted once or with recalls waiting), by volume name."""
+    async def tapes(
+        self, limit: int, after: str | None = None, pending: Iterable[str] | None = None
+    ) -> tuple[list[dict[str, Any]], Any]:
+        """Tapes known to tssd (mounted once or with recalls waiting), by volume name, one
+        page at a time: every query is bounded by the page, not by the queue (issue 22).
+
+        *pending*: the volumes with queued recalls as the scheduler's in-memory index knows
+        them (the ``tssd`` policy); without it the page's volumes are read from the
+        database in volume order.
+        """
         day_ago = utcnow() - DAY
-        known = select(Tape)
-        queued = _open_recalls_per_volume()
-        recent = (
-            select(Mount.volume, func.count())
-            .where(Mount.requested_at >= day_ago)
-            .group_by(Mount.volume)
-        )
-        if after is not None:
-            known = known.where(Tape.volume > after)
-            queued = queued.where(Request.volume > after)
         async with self.sessions() as session:
-            tapes = {t.volume: t for t in (await session.scalars(known)).all()}
-            waiting = {v: (n, int(b or 0)) for v, n, b in (await session.execute(queued)).all()}
-            mounts_24h = dict((await session.execute(recent)).all())
+            volumes = await _page_volumes(session, limit, after, pending)
+            page, more = volumes[:limit], len(volumes) > limit
+            tapes: dict[str, Tape] = {}
+            waiting: dict[str, tuple[int, int]] = {}
+            mounts_24h: dict[str, int] = {}
+            for i in range(0, len(page), IN_CHUNK):
+                chunk = page[i : i + IN_CHUNK]
+                known = select(Tape).where(Tape.volume.in_(chunk))
+                tapes.update((t.volume, t) for t in (await session.scalars(known)).all())
+                queued = _open_recalls_per_volume().where(Request.volume.in_(chunk))
+                for v, n, b in (await session.execute(queued)).all():
+                    waiting[v] = (n, int(b or 0))
+                recent = (
+                    select(Mount.volume, func.count())
+                    .where(Mount.requested_at >= day_ago, Mount.volume.in_(chunk))
+                    .group_by(Mount.volume)
+                )
+                mounts_24h.update((v, n) for v, n in (await session.execute(recent)).all())
             holders = dict((await session.execute(select(Drive.volume, Drive.name))).all())
-        volumes = sorted(set(tapes) | set(waiting))
-        page, more = volumes[:limit], len(volumes) > limit
         found = [
             _tape(v, tapes.get(v), waiting.get(v, (0, 0)), mounts_24h.get(v, 0), holders.get(v))
             for v in page
@@ -280,15 +304,39 @@ class AdminStore:
 
 
 def _open_recalls_per_volume() -> Any:
+    # The literal state condition, as the open-key partial index spells it (OPEN_STATE_SQL).
     return (
         select(Request.volume, func.count(), func.coalesce(func.sum(Request.size), 0))
-        .where(
-            Request.kind == Kind.RECALL,
-            Request.state.in_(OPEN_STATES),
-            Request.volume.is_not(None),
-        )
+        .where(Request.kind == Kind.RECALL, text(OPEN_STATE_SQL), Request.volume.is_not(None))
         .group_by(Request.volume)
     )
+
+
+async def _page_volumes(
+    session: AsyncSession, limit: int, after: str | None, pending: Iterable[str] | None
+) -> list[str]:
+    """The first *limit* + 1 volumes after *after*: known tapes, and tapes with open recalls
+    (from *pending* and the few active recalls, else from the database)."""
+    known = select(Tape.volume).order_by(Tape.volume).limit(limit + 1)
+    open_recalls = select(Request.volume).where(
+        Request.kind == Kind.RECALL, Request.volume.is_not(None)
+    )
+    if pending is None:
+        # In volume order, stopping after the page: ix_requests_volume_position.
+        open_recalls = open_recalls.where(text(OPEN_STATE_SQL))
+        open_recalls = open_recalls.distinct().order_by(Request.volume).limit(limit + 1)
+    else:
+        open_recalls = open_recalls.where(Request.state == State.ACTIVE).distinct()
+    if after is not None:
+        known = known.where(Tape.volume > after)
+        open_recalls = open_recalls.where(Request.volume > after)
+    volumes = set((await session.scalars(known)).all())
+    volumes.update(v for v in (await session.scalars(open_recalls)).all() if v)
+    if pending is not None:
+        volumes.update(
+            heapq.nsmallest(limit + 1, (v for v in pending if after is None or v > after))
+        )
+    return sorted(volumes)[: limit + 1]
 
 
 def _queue(name: str, row: QueueRow | None) -> dict[str, Any]:

@@ -18,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Iterable
 
 import structlog
-from sqlalchemy import select
+from sqlalchemy import Select, func, select
 
 from tssd.backends.base import TapeBackend
-from tssd.db.models import OPEN_STATES, Kind, Request
+from tssd.db.models import OPEN_STATES, TERMINAL_STATES, Kind, Request, RequestEvent, State
 from tssd.endit import protocol
 from tssd.endit.context import DirContext, Watches, in_thread
 from tssd.endit.flush import FlushBook
@@ -35,6 +36,9 @@ from tssd.retry import Retrier
 
 log = structlog.get_logger()
 
+#: Request events since the last pass: what the incremental pass of _adopt_open reads.
+_EVENTS = select(RequestEvent.id, RequestEvent.request_id, RequestEvent.to_state)
+CHUNK = 1000  # ids per IN list
 PASS_S = 0.2  # longest pause between passes: finished requests are acted on this fast
 INVALID_AFTER_S = 60.0  # a request file still not valid JSON after this long is refused
 
@@ -48,6 +52,10 @@ class DirectoryWorker:
         self.flushes = FlushBook(ctx, self.watches)
         self.removes = RemoveBook(ctx, backend, retrier)
         self.unparsed: dict[str, float] = {}  # request files not yet valid JSON: first seen
+        #: request_events ids _adopt_open has read up to (None: no full pass yet), and the
+        #: highest id its last pass saw (the next pass reads from the former).
+        self._events_seen: int | None = None
+        self._events_next = 0
 
     @property
     def directory(self) -> str:
@@ -79,7 +87,7 @@ class DirectoryWorker:
             try:
                 if rescan or time.monotonic() >= next_full:
                     next_full = time.monotonic() + self.ctx.settings.rescan_s
-                    await self.reconcile()
+                    await self.reconcile(full=rescan)
                 else:
                     await self.handle(names)
                 await self.after()
@@ -111,9 +119,12 @@ class DirectoryWorker:
         await self.stages.expire()
         await self.stages.submit()
 
-    async def reconcile(self) -> None:
-        """Full pass: the database's open requests of this directory, then every file."""
-        await self._adopt_open()
+    async def reconcile(self, full: bool = False) -> None:
+        """Full pass: the database's open requests of this directory, then every file.
+
+        *full*: read every open request again, not only those changed since the last pass.
+        """
+        await self._adopt_open(full)
         paths = self.ctx.paths
         listing = await in_thread(
             lambda: {
@@ -125,18 +136,56 @@ class DirectoryWorker:
         await self.flushes.vanished(listing["out"])
         await self.handle(listing)
 
-    async def _adopt_open(self) -> None:
+    async def _adopt_open(self, full: bool = False) -> None:
+        """Adopt this directory's open requests tssd does not track yet, and act on tracked
+        ones that finished unheard. Only the first pass (and one after an inotify overflow)
+        reads every open request of the directory; later passes read the request events
+        since the last pass: a walk of a million open requests every ``rescan_s`` cost
+        seconds of the event loop (issue 22)."""
+        if full or self._events_seen is None:
+            await self._adopt_all()
+            return
+        stmt = _EVENTS.where(RequestEvent.id > self._events_seen)
+        async with self.ctx.store.sessions() as session:
+            events = (await session.execute(stmt)).all()
+        # The next pass reads this pass's window again: a transaction that took its event
+        # ids before this pass but committed after it is still seen (adopting is idempotent).
+        self._events_seen = self._events_next
+        self._events_next = max((e.id for e in events), default=self._events_next)
+        reopened = sorted({e.request_id for e in events if e.to_state == State.QUEUED})
+        ended = {e.request_id for e in events if e.to_state in TERMINAL_STATES}
+        for i in range(0, len(reopened), CHUNK):
+            stmt = self._open_here().where(Request.id.in_(reopened[i : i + CHUNK]))
+            async with self.ctx.store.sessions() as session:
+                self._adopt((await session.scalars(stmt)).all())
+        missed = [i for i in (*self.stages.by_id, *self.flushes.by_id) if i in ended]
+        if missed:
+            await self._finished(missed)
+
+    async def _adopt_all(self) -> None:
+        async with self.ctx.store.sessions() as session:
+            # Events from here on are the next pass's: read before the open requests.
+            seen = await session.scalar(select(func.max(RequestEvent.id)))
+            rows = list((await session.scalars(self._open_here())).all())
+        self._events_seen = self._events_next = seen or 0
+        self._adopt(rows)
+        open_ids = {row.id for row in rows}
+        # Finished without this process hearing of it (another daemon, a race).
+        missed = [i for i in (*self.stages.by_id, *self.flushes.by_id) if i not in open_ids]
+        if missed:
+            await self._finished(missed)
+
+    def _open_here(self) -> Select[tuple[Request]]:
+        """Open recalls and migrations whose path is in this directory."""
         base = str(self.ctx.paths.base).rstrip("/") + "/"
-        stmt = select(Request).where(
+        return select(Request).where(
             Request.state.in_(OPEN_STATES),
             Request.kind.in_((Kind.RECALL.value, Kind.MIGRATE.value)),
             Request.path.startswith(base, autoescape=True),
         )
-        async with self.ctx.store.sessions() as session:
-            rows = list((await session.scalars(stmt)).all())
-        open_ids = set()
+
+    def _adopt(self, rows: Iterable[Request]) -> None:
         for row in rows:
-            open_ids.add(row.id)
             name = self._name_in(row, "in" if row.kind == Kind.RECALL else "out")
             if name is None:
                 continue
@@ -144,10 +193,6 @@ class DirectoryWorker:
                 self.stages.adopt(row, name)
             else:
                 self.flushes.adopt(row, name)
-        # Finished without this process hearing of it (another daemon, a race).
-        missed = [i for i in (*self.stages.by_id, *self.flushes.by_id) if i not in open_ids]
-        if missed:
-            await self._finished(missed)
 
     def _name_in(self, row: Request, subdir: str) -> str | None:
         path = row.path or ""
