@@ -3,10 +3,11 @@
 Each pass handles the names inotify reported, then the requests that finished (the
 store's notifier says which), then the grace-period cancels and the stages waiting for
 space. Every ``endit.rescan_s`` (and at start-up, and when inotify's queue overflowed) a
-full pass lists the directory and the directory's open requests in the database, so
-that nothing depends on an event having been seen: after a tssd restart, recalls whose
-request file is gone are cancelled (after the grace period) and files in ``out/`` that
-were never recorded are taken.
+full pass lists the directory and the directory's open requests in the database (all of
+them at start-up and after an overflow, later those with request events since the last
+pass), so that nothing depends on an event having been seen: after a tssd restart,
+recalls whose request file is gone are cancelled (after the grace period) and files in
+``out/`` that were never recorded are taken.
 
 Which requests belong to a directory is derived from their path: a recall writes
 ``<dir>/in/<id>``, a migration reads ``<dir>/out/<id>``, a removal names
@@ -155,9 +156,9 @@ class DirectoryWorker:
         reopened = sorted({e.request_id for e in events if e.to_state == State.QUEUED})
         ended = {e.request_id for e in events if e.to_state in TERMINAL_STATES}
         for i in range(0, len(reopened), CHUNK):
-            stmt = self._open_here().where(Request.id.in_(reopened[i : i + CHUNK]))
+            chunk = self._open_here().where(Request.id.in_(reopened[i : i + CHUNK]))
             async with self.ctx.store.sessions() as session:
-                self._adopt((await session.scalars(stmt)).all())
+                self._adopt((await session.scalars(chunk)).all())
         missed = [i for i in (*self.stages.by_id, *self.flushes.by_id) if i in ended]
         if missed:
             await self._finished(missed)
@@ -175,7 +176,7 @@ class DirectoryWorker:
         if missed:
             await self._finished(missed)
 
-    def _open_here(self) -> Select[tuple[Request]]:
+    def _open_here(self) -> Select[Request]:
         """Open recalls and migrations whose path is in this directory."""
         base = str(self.ctx.paths.base).rstrip("/") + "/"
         return select(Request).where(
