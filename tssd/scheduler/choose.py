@@ -66,6 +66,8 @@ class Chooser:
     urgent_waiting: frozenset[str] = frozenset()
     #: Last pass: tapes urgent because they would miss a queue's latency target.
     late: frozenset[str] = frozenset()
+    #: The periodic resync running in the background (refresh), if any.
+    _resync: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def targets(self) -> dict[str, float]:
         """Latency target of each queue that has one."""
@@ -103,10 +105,19 @@ class Chooser:
 
     async def refresh(self, *, full: bool) -> None:
         if full:
-            if self.clock.now() - self.resynced_at >= self.settings.resync_s:
-                await self.resync()
-            else:
-                self.queues = await load_queues(self.sessions)
+            due = self.clock.now() - self.resynced_at >= self.settings.resync_s
+            if due and self._resync is None:
+                # In the background: a pass, and with it the decision for a drive freed
+                # meanwhile, waited for a million rows to load (5-10 s; issue 22).
+                self._resync = asyncio.create_task(self.resync(), name="planner-resync")
+                self._resync.add_done_callback(self._resynced)
+            self.queues = await load_queues(self.sessions)
+
+    def _resynced(self, task: asyncio.Task[None]) -> None:
+        self._resync = None
+        if not task.cancelled() and task.exception() is not None:
+            # Retried by the next full pass (resynced_at is unchanged).
+            log.warning("planner.resync_failed", error=str(task.exception()))
 
     def rank(self, busy: Iterable[str], mountable: Callable[[str], bool]) -> list[Verdict]:
         """Eligible tapes, best first; verdicts of all tapes kept for explain."""
