@@ -19,7 +19,14 @@ wall times (the command as an operator runs it), then restart to ready (SIGTERM,
 up for ``--decide-s`` seconds, and p50/p99 come from the daemon's own histogram
 ``tssd_schedule_decision_seconds``.
 
+With ``--prefill`` the ``--pending`` queued recalls are written into the database before
+the daemon starts (PostgreSQL: ``COPY`` with the secondary indexes rebuilt after it; SQLite:
+``executemany``), located on their catalog copies as tssd's intake leaves them, and no
+door is sampled unless ``--levels`` is given: the figures at N pending in minutes.
+
     nice -n 10 .venv/bin/python benchmarks/scale_end_to_end.py --db postgres --pending 1000000
+    nice -n 10 .venv/bin/python benchmarks/scale_end_to_end.py --db postgres --pending 1000000 \
+        --prefill --time-scale 0.1 --decide-s 660
 
 Prints one JSON object; progress goes to stderr.
 """
