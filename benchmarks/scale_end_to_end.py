@@ -19,7 +19,14 @@ wall times (the command as an operator runs it), then restart to ready (SIGTERM,
 up for ``--decide-s`` seconds, and p50/p99 come from the daemon's own histogram
 ``tssd_schedule_decision_seconds``.
 
+With ``--prefill`` the ``--pending`` queued recalls are written into the database before
+the daemon starts (PostgreSQL: ``COPY`` with the secondary indexes rebuilt after it; SQLite:
+``executemany``), located on their catalog copies as tssd's intake leaves them, and no
+door is sampled unless ``--levels`` is given: the figures at N pending in minutes.
+
     nice -n 10 .venv/bin/python benchmarks/scale_end_to_end.py --db postgres --pending 1000000
+    nice -n 10 .venv/bin/python benchmarks/scale_end_to_end.py --db postgres --pending 1000000 \
+        --prefill --time-scale 0.1 --decide-s 660
 
 Prints one JSON object; progress goes to stderr.
 """
@@ -30,6 +37,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import secrets
 import shutil
 import sqlite3
@@ -51,6 +59,7 @@ from tssd.wire import Client
 PG_ADMIN = os.environ.get("TSSD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 SIZE = 4096
 STORE = "bench"
+LEVELS = "0,250000,500000,750000"
 
 
 def progress(message: str) -> None:
@@ -110,6 +119,14 @@ class Daemon:
             env=self.env,
         )
         return time.monotonic() - begin
+
+    def tssctl_timed(self, *args: str) -> tuple[float, float]:
+        """Wall seconds of a ``tssctl`` command and the CPU seconds of its process: on a
+        loaded machine the wall time is mostly the wait for a core (start-up included)."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall = self.tssctl(*args)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
     def id_of(self, pnfsid: str) -> int:
         page = self.client().call("GET", f"/v1/requests?pnfsid={pnfsid}&limit=10")
@@ -190,6 +207,88 @@ def load_catalog_sqlite(path: Path, tapes: int, per_tape: int) -> None:
             "written_at, has_data) VALUES (?, ?, ?, ?, ?, ?, ?, '2024-01-01 00:00:00.000000', 0)",
             catalog_rows(tapes, per_tape),
         )
+
+
+def prefill_rows(files: Files, n: int, per_tape: int) -> Any:
+    """(id, pnfsid, path, volume, position) of *n* queued recalls, located as tssd's
+    intake locates them (the catalog copy: volume and file sequence number)."""
+    for rid, i in enumerate(files.take(n), start=1):
+        p = pnfsid(i)
+        yield rid, p, f"{files.dest}/{p}", volume_name(i // per_tape, "L9"), i % per_tape + 1
+
+
+#: A recall as ``tssctl recall`` creates it (no delivery: tssd renames the file itself).
+PREFILL_COLUMNS = [
+    "id", "kind", "state", "key", "pnfsid", "path", "size", "hsm_type", "hsm_instance",
+    "queue", "priority", "volume", "position", "attempts", "created_at", "updated_at",
+]  # fmt: skip
+
+
+async def prefill_pg(url: str, files: Files, n: int, per_tape: int) -> None:
+    """*n* queued, located recalls and their "submitted" events written with COPY while
+    the daemon is stopped, the default queue paused, and the tables analysed."""
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        at = datetime.now(UTC)
+        rows = list(prefill_rows(files, n, per_tape))
+        # Indexes built once after the COPY, not maintained row by row (minutes saved).
+        indexes = await conn.fetch(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ANY($1) "
+            "AND indexname NOT LIKE 'pk_%'",
+            ["requests", "request_events"],
+        )
+        for index in indexes:
+            await conn.execute(f'DROP INDEX "{index["indexname"]}"')
+        # The NOTIFY triggers are for live daemons (tssd.cluster): none is running.
+        await conn.execute("ALTER TABLE requests DISABLE TRIGGER USER")
+        await conn.copy_records_to_table(
+            "requests",
+            columns=PREFILL_COLUMNS,
+            records=[
+                (rid, "recall", "queued", p, p, path, SIZE, "osm", "osm", "default", 0,
+                 vol, pos, 0, at, at)
+                for rid, p, path, vol, pos in rows
+            ],
+        )  # fmt: skip
+        await conn.copy_records_to_table(
+            "request_events",
+            columns=["id", "request_id", "at", "from_state", "to_state", "reason"],
+            records=[(rid, rid, at, None, "queued", "submitted") for rid, *_ in rows],
+        )
+        await conn.execute("ALTER TABLE requests ENABLE TRIGGER USER")
+        for index in indexes:
+            await conn.execute(index["indexdef"])
+        for table in ("requests", "request_events"):
+            await conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), {n})")
+            await conn.execute(f"ANALYZE {table}")
+        await conn.execute(
+            "INSERT INTO queues (name, priority, paused) VALUES ('default', 0, true) "
+            "ON CONFLICT (name) DO UPDATE SET paused = true"
+        )
+    finally:
+        await conn.close()
+
+
+def prefill_sqlite(path: Path, files: Files, n: int, per_tape: int) -> None:
+    at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    rows = list(prefill_rows(files, n, per_tape))
+    marks = ", ".join("?" * len(PREFILL_COLUMNS))
+    with sqlite3.connect(path) as db:
+        db.executemany(
+            f"INSERT INTO requests ({', '.join(PREFILL_COLUMNS)}) VALUES ({marks})",
+            ((rid, "recall", "queued", p, p, fpath, SIZE, "osm", "osm", "default", 0, vol, pos,
+              0, at, at) for rid, p, fpath, vol, pos in rows),
+        )  # fmt: skip
+        db.executemany(
+            "INSERT INTO request_events (id, request_id, at, from_state, to_state, reason) "
+            "VALUES (?, ?, ?, NULL, 'queued', 'submitted')",
+            ((rid, rid, at) for rid, *_ in rows),
+        )
+        db.execute(
+            "INSERT INTO queues (name, priority, paused) VALUES ('default', 0, 1) "
+            "ON CONFLICT (name) DO UPDATE SET paused = 1"
+        )
+        db.execute("ANALYZE")
 
 
 class Files:
@@ -283,7 +382,7 @@ def doors(d: Daemon, files: Files, args: argparse.Namespace, base: Path) -> dict
 
 
 def decision(d: Daemon) -> dict[str, Any]:
-    """p50, p99 and count of tssd_schedule_decision_seconds, from the daemon's /metrics."""
+    """p50, p95, p99 and count of tssd_schedule_decision_seconds, from the daemon's /metrics."""
     conn, prefix = d.client()._connection(60)
     conn.request("GET", prefix + "/metrics")
     text = conn.getresponse().read().decode()
@@ -308,12 +407,11 @@ def decision(d: Daemon) -> dict[str, Any]:
             lo_edge, lo_count = edge, count
         return lo_edge
 
-    p50, p99 = quantile(0.5), quantile(0.99)
-    return {
-        "decisions": int(total),
-        "p50_ms": round(p50 * 1000, 2) if p50 is not None else None,
-        "p99_ms": round(p99 * 1000, 2) if p99 is not None else None,
-    }
+    figures: dict[str, Any] = {"decisions": int(total)}
+    for q in (50, 95, 99):
+        value = quantile(q / 100)
+        figures[f"p{q}_ms"] = round(value * 1000, 2) if value is not None else None
+    return figures
 
 
 async def pg(*sql: str) -> None:
@@ -357,9 +455,12 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             load_catalog_sqlite(root / "home" / "tssd.db", args.tapes, args.files_per_tape)
         report["catalog_load_s"] = round(time.monotonic() - begin, 1)
         progress(f"catalog written in {report['catalog_load_s']} s")
-        d.start()
-        d.tssctl("queues", "set", "default", "--pause")
         files = Files(args.tapes * args.files_per_tape, dest)
+        if args.prefill:
+            report["prefill_s"] = prefill(args, url, root, files)
+        report["first_start_s"] = round(d.start(), 1)
+        progress(f"daemon ready in {report['first_start_s']} s")
+        d.tssctl("queues", "set", "default", "--pause")
         for level in args.levels:
             fill = level - files.next
             if fill > 0:
@@ -381,10 +482,24 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     return report
 
 
+def prefill(args: argparse.Namespace, url: str, root: Path, files: Files) -> float:
+    """--prefill: the queued recalls written while the daemon is stopped; seconds taken."""
+    begin = time.monotonic()
+    if args.db == "postgres":
+        asyncio.run(prefill_pg(url, files, args.pending, args.files_per_tape))
+    else:
+        prefill_sqlite(root / "home" / "tssd.db", files, args.pending, args.files_per_tape)
+    took = round(time.monotonic() - begin, 1)
+    progress(f"{args.pending} queued recalls written in {took} s")
+    return took
+
+
 def at_full(d: Daemon, report: dict[str, Any], decide_s: float) -> None:
     """RSS, listing latencies, restart to ready, decision latency at the full level."""
     report["rss_mb"] = round(d.rss_mb())
+    report["load_average"] = {"at_full": os.getloadavg()}
     listing: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     for label, argv in (
         ("status", ("status",)),
         ("status_again", ("status",)),
@@ -393,9 +508,12 @@ def at_full(d: Daemon, report: dict[str, Any], decide_s: float) -> None:
         ("requests_list_queued", ("requests", "list", "--state", "queued")),
         ("requests_list_failed", ("requests", "list", "--state", "failed")),
         ("requests_list_tape", ("requests", "list", "--tape", volume_name(7, "L9"))),
+        ("tapes", ("tapes", "list")),
     ):
-        listing[label] = round(d.tssctl(*argv), 3)
+        wall, used = d.tssctl_timed(*argv)
+        listing[label], cpu[label] = round(wall, 3), round(used, 3)
     report["tssctl_s"] = listing
+    report["tssctl_cpu_s"] = cpu
     # The same pages from this process: the daemon's answer without tssctl's start-up.
     api: dict[str, float] = {}
     for label, path in (
@@ -404,6 +522,7 @@ def at_full(d: Daemon, report: dict[str, Any], decide_s: float) -> None:
         ("requests_list", "/v1/requests?limit=100"),
         ("requests_list_queued", "/v1/requests?limit=100&state=queued"),
         ("requests_list_failed", "/v1/requests?limit=100&state=failed"),
+        ("tapes", "/v1/tapes"),
     ):
         begin = time.monotonic()
         d.client().call("GET", path)
@@ -416,6 +535,7 @@ def at_full(d: Daemon, report: dict[str, Any], decide_s: float) -> None:
     d.tssctl("queues", "set", "default", "--resume")
     time.sleep(decide_s)
     report["decision"] = decision(d)
+    report["load_average"]["decision"] = os.getloadavg()
     report["rss_mb_reading"] = round(d.rss_mb())
     progress(f"decision {report['decision']}")
 
@@ -424,8 +544,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", choices=("postgres", "sqlite"), default="postgres")
     parser.add_argument("--pending", type=int, default=1_000_000)
-    parser.add_argument("--levels", default="0,250000,500000,750000",
-                        help="comma-separated pending levels to sample the doors at")  # fmt: skip
+    parser.add_argument("--levels", default=None,
+                        help=f"comma-separated pending levels to sample the doors at (default "
+                             f"{LEVELS}; none with --prefill)")  # fmt: skip
+    parser.add_argument("--prefill", action="store_true",
+                        help="write the --pending queued recalls into the database before "
+                             "tssd serve starts (COPY / executemany), not through tssctl: "
+                             "for the figures at N pending, in minutes")  # fmt: skip
     parser.add_argument("--tapes", type=int, default=5000)
     parser.add_argument("--files-per-tape", type=int, default=200)
     parser.add_argument("--bulk-sample", type=int, default=10_000)
@@ -437,7 +562,8 @@ def main() -> None:
     parser.add_argument("--decide-s", type=float, default=90.0)
     parser.add_argument("--keep", action="store_true", help="keep the work directory/database")
     args = parser.parse_args()
-    args.levels = [int(x) for x in args.levels.split(",")]
+    levels = args.levels if args.levels is not None else "" if args.prefill else LEVELS
+    args.levels = [int(x) for x in levels.split(",") if x]
     root = Path(tempfile.mkdtemp(prefix="tssd-scale-"))
     report = run(args, root)  # on an error the work directory stays, with the daemon logs
     if not args.keep:

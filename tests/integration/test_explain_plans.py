@@ -141,7 +141,8 @@ async def _drive(services: Services, tmp_path: Path) -> None:
         for flt in filters:
             assert (await client.get(f"/v1/requests?limit=100&{flt}")).status == 200
         for path in ("/v1/requests/11", "/v1/requests/11/why", "/v1/requests/11/wait?timeout=0",
-                     "/v1/status", "/v1/queues"):  # fmt: skip
+                     "/v1/status", "/v1/queues", "/v1/tapes?limit=100",
+                     "/v1/tapes?limit=100&after=V00500"):  # fmt: skip
             assert (await client.get(path)).status == 200, path
         ids = {"ids": list(range(1, 2001))}
         assert (await client.post("/v1/requests/query", json=ids)).status == 200
@@ -157,6 +158,9 @@ async def _drive(services: Services, tmp_path: Path) -> None:
     await store.requeue_active("test")
     await refresh(services)
     await AdminStore(store.sessions).tape(volume)
+    # Without the planner's index (fifo policy) the page's volumes come from the database.
+    await AdminStore(store.sessions).tapes(100)
+    await AdminStore(store.sessions).tapes(100, "V00500")
     deleted = await purge(store.sessions, NOW - timedelta(days=30), batch=5000)
     assert deleted > 0
     # A poll adopting a new request spec through the store, for the generic LATEST plan.

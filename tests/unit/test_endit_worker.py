@@ -32,6 +32,7 @@ from tssd.endit.protocol import EnditPaths
 from tssd.endit.worker import DirectoryWorker
 from tssd.metrics import Metrics
 from tssd.retry import Retrier, RetryPolicy
+from tssd.submit import parse_submit
 
 PNFSID = "0000ABCDEF0123456789ABCD"
 
@@ -331,3 +332,28 @@ async def test_fifos_and_symlinks_in_the_directories_neither_hang_nor_leak(
     assert await requests(store, "migrate") == []
     assert await requests(store, "remove") == []
     assert await requests(store, "recall") == []
+
+
+async def test_later_passes_read_only_what_changed(store: RequestStore, base: Path) -> None:
+    # After the first full pass a rescan reads the request events since the last one, not
+    # every open request (issue 22): what another daemon opened or finished is still seen.
+    worker = make_worker(store, base)
+    stage_request(base, PNFSID, 10)
+    await worker.reconcile()
+    await worker.after()
+    (mine,) = await requests(store, "recall")
+    assert mine.id in worker.stages.by_id
+    other_daemon = RequestStore(store.sessions, postgres=False)  # its notifier is not ours
+    other = f"{PNFSID[:-1]}3"
+    spec = parse_submit({"kind": "recall", "pnfsid": other, "path": str(base / "in" / other)})
+    ((_, opened),) = await other_daemon.submit([spec])
+    await finish(other_daemon, mine, State.FAILED, error="drive on fire")
+    assert worker._events_seen is not None
+    await worker.reconcile()
+    await worker.after()
+    assert opened.id in worker.stages.by_id
+    assert mine.id not in worker.stages.by_id
+    seen = worker._events_seen
+    await worker.reconcile()  # the last window once more, then nothing new
+    await worker.reconcile()
+    assert worker._events_seen > seen and opened.id in worker.stages.by_id

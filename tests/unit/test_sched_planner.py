@@ -152,3 +152,18 @@ def test_mount_ledger_counts_a_sliding_day() -> None:
     assert ledger.count("A", 300.0) == 3
     assert ledger.free_at("A", 300.0, 3) == 86400.0
     assert ledger.count("A", 86450.0) == 2
+
+
+def test_replace_takes_the_index_built_beside_less_what_was_taken() -> None:
+    # Chooser.resync builds the new index a chunk per loop turn and swaps it in (issue 22).
+    planner = Planner()
+    planner.add([Entry(1, "A", 1, 10, 0, "q", 5.0), Entry(2, "A", 2, 10, 0, "q", 6.0)])
+    planner.begin_resync()
+    planner.take([2])  # a session claimed it while the resync's query ran
+    fresh = Planner()
+    fresh.add([Entry(i, v, 1 + i, 10, 0, "q", 9.0) for i, v in ((1, "A"), (2, "A"), (3, "B"))])
+    planner.replace(fresh)
+    assert len(planner) == 2 and 2 not in planner and 3 in planner
+    assert set(planner.tapes) == {"A", "B"} and len(planner.tapes["A"]) == 1
+    planner.take([1])
+    assert set(planner.tapes) == {"B"}

@@ -150,6 +150,14 @@ async def test_drives_and_tapes(history: async_sessionmaker[Any]) -> None:
     assert [t["volume"] for t in rest] == ["VOL3", "VOL4"] and nxt is None
     assert rest[0]["drive"] == "d1"
     assert (rest[1]["mounts"], rest[1]["pending"], rest[1]["pending_bytes"]) == (0, 1, 7)
+    # The volumes with queued recalls named by the planner's index: the same pages.
+    queued = {"VOL4": (1, 7)}
+    assert await admin.tapes(limit=2, queued=queued) == (tapes, "VOL2")
+    assert await admin.tapes(limit=10, after="VOL2", queued=queued) == (rest, None)
+    # The index is the truth for queued recalls: none there, VOL4 (no mounts) is not shown.
+    assert [t["volume"] for t in (await admin.tapes(limit=10, queued={}))[0]] == [
+        "VOL1", "VOL2", "VOL3",
+    ]  # fmt: skip
     tape = await admin.tape("VOL1")
     assert tape["mounts"] == 2 and [m["id"] for m in tape["history"]] == [1, 3]
     assert tape["requests"]["done"] == {"count": 3, "bytes": 500}

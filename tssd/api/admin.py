@@ -158,7 +158,12 @@ async def _set_enabled(request: web.Request, enabled: bool) -> web.Response:
 async def list_tapes(request: web.Request) -> web.Response:
     limit = int_param(request, "limit", 1000, lo=1, hi=100_000) or 1000
     after = request.query.get("after") or None
-    tapes, nxt = await admin(request).tapes(limit, after)
+    # The planner's per-tape index counts the queued recalls without a query (issue 22).
+    planner = services(request).scheduler.planner
+    queued = None
+    if planner is not None:
+        queued = {v: (len(t), t.bytes) for v, t in planner.tapes.items()}
+    tapes, nxt = await admin(request).tapes(limit, after, queued)
     return web.json_response({"tapes": tapes, "next": nxt})
 
 

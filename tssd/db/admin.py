@@ -6,25 +6,38 @@ in a drive this very moment) is merged in by the caller from the DriveManager.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tssd.config.queues import QueueSettings
 from tssd.db.counts import Counts
-from tssd.db.models import OPEN_STATES, Drive, Kind, Mount, QueueRow, Request, Tape, utcnow
+from tssd.db.models import (
+    OPEN_STATE_SQL,
+    OPEN_STATES,
+    Drive,
+    Kind,
+    Mount,
+    QueueRow,
+    Request,
+    State,
+    Tape,
+    utcnow,
+)
 from tssd.errors import Conflict, NotFound
 
 log = structlog.get_logger()
 
 DAY = timedelta(days=1)
 UNSET: Any = object()  # a keyword left out, as opposed to None (= "no limit")
+IN_CHUNK = 1000  # volumes per IN list
 
 
 def aware(value: datetime | None) -> datetime | None:
@@ -199,26 +212,50 @@ class AdminStore:
 
     # -- tapes --------------------------------------------------------------------------
 
-    async def tapes(self, limit: int, after: str | None = None) -> tuple[list[dict[str, Any]], Any]:
-        """Tapes known to tssd (mounted once or with recalls waiting), by volume name."""
+    async def tapes(
+        self,
+        limit: int,
+        after: str | None = None,
+        queued: Mapping[str, tuple[int, int]] | None = None,
+    ) -> tuple[list[dict[str, Any]], Any]:
+        """Tapes known to tssd (mounted once or with recalls waiting), by volume name, one
+        page at a time: no query reads more than the page's rows (issue 22).
+
+        *queued*: (count, bytes) of the queued recalls per volume as the scheduler's
+        in-memory index holds them (the ``tssd`` policy); only the few active recalls are
+        then counted in the database. Without it the page's open recalls are counted
+        there: at 200 recalls a tape, a page of 200 tapes reads 40,000 rows.
+        """
         day_ago = utcnow() - DAY
-        known = select(Tape)
-        queued = _open_recalls_per_volume()
-        recent = (
-            select(Mount.volume, func.count())
-            .where(Mount.requested_at >= day_ago)
-            .group_by(Mount.volume)
-        )
-        if after is not None:
-            known = known.where(Tape.volume > after)
-            queued = queued.where(Request.volume > after)
         async with self.sessions() as session:
-            tapes = {t.volume: t for t in (await session.scalars(known)).all()}
-            waiting = {v: (n, int(b or 0)) for v, n, b in (await session.execute(queued)).all()}
-            mounts_24h = dict((await session.execute(recent)).all())
+            active: dict[str, tuple[int, int]] = {}
+            if queued is not None:
+                stmt = _recalls_per_volume().where(Request.state == State.ACTIVE)
+                active = {v: (n, int(b or 0)) for v, n, b in (await session.execute(stmt)).all()}
+            volumes = await _page_volumes(session, limit, after, queued, active)
+            page, more = volumes[:limit], len(volumes) > limit
+            tapes: dict[str, Tape] = {}
+            waiting: dict[str, tuple[int, int]] = {}
+            mounts_24h: dict[str, int] = {}
+            for i in range(0, len(page), IN_CHUNK):
+                chunk = page[i : i + IN_CHUNK]
+                known = select(Tape).where(Tape.volume.in_(chunk))
+                tapes.update((t.volume, t) for t in (await session.scalars(known)).all())
+                if queued is None:
+                    stmt = _recalls_per_volume().where(text(OPEN_STATE_SQL))
+                    stmt = stmt.where(Request.volume.in_(chunk))
+                    waiting.update((v, (n, int(b or 0))) for v, n, b in await session.execute(stmt))
+                recent = (
+                    select(Mount.volume, func.count())
+                    .where(Mount.requested_at >= day_ago, Mount.volume.in_(chunk))
+                    .group_by(Mount.volume)
+                )
+                mounts_24h.update((v, n) for v, n in (await session.execute(recent)).all())
             holders = dict((await session.execute(select(Drive.volume, Drive.name))).all())
-        volumes = sorted(set(tapes) | set(waiting))
-        page, more = volumes[:limit], len(volumes) > limit
+        if queued is not None:
+            for v in page:
+                (q, qb), (a, ab) = queued.get(v, (0, 0)), active.get(v, (0, 0))
+                waiting[v] = (q + a, qb + ab)
         found = [
             _tape(v, tapes.get(v), waiting.get(v, (0, 0)), mounts_24h.get(v, 0), holders.get(v))
             for v in page
@@ -279,16 +316,41 @@ class AdminStore:
         return [mount_json(r) for r in rows], (rows[-1].id if more else None)
 
 
-def _open_recalls_per_volume() -> Any:
+def _recalls_per_volume() -> Any:
     return (
         select(Request.volume, func.count(), func.coalesce(func.sum(Request.size), 0))
-        .where(
-            Request.kind == Kind.RECALL,
-            Request.state.in_(OPEN_STATES),
-            Request.volume.is_not(None),
-        )
+        .where(Request.kind == Kind.RECALL, Request.volume.is_not(None))
         .group_by(Request.volume)
     )
+
+
+async def _page_volumes(
+    session: AsyncSession,
+    limit: int,
+    after: str | None,
+    queued: Mapping[str, Any] | None,
+    active: Mapping[str, Any],
+) -> list[str]:
+    """The first *limit* + 1 volumes after *after*: known tapes, and tapes with open
+    recalls (*queued* and *active*, else read from the database in volume order)."""
+    known = select(Tape.volume).order_by(Tape.volume).limit(limit + 1)
+    if after is not None:
+        known = known.where(Tape.volume > after)
+    volumes = set((await session.scalars(known)).all())
+    if queued is None:
+        # The literal state condition, as the open-key partial index spells it; in volume
+        # order, stopping after the page (ix_requests_volume_position).
+        stmt = select(Request.volume).where(
+            Request.kind == Kind.RECALL, Request.volume.is_not(None), text(OPEN_STATE_SQL)
+        )
+        if after is not None:
+            stmt = stmt.where(Request.volume > after)
+        stmt = stmt.distinct().order_by(Request.volume).limit(limit + 1)
+        volumes.update(v for v in (await session.scalars(stmt)).all() if v)
+    else:
+        candidates = (v for v in (*queued, *active) if after is None or v > after)
+        volumes.update(heapq.nsmallest(limit + 1, candidates))
+    return sorted(volumes)[: limit + 1]
 
 
 def _queue(name: str, row: QueueRow | None) -> dict[str, Any]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from tssd.db.engine import Sessions
-from tssd.db.models import OPEN_STATES, Kind, Request, State
+from tssd.db.models import OPEN_STATES, Kind, Request, RequestEvent, State
 
 #: Bound parameters per IN list (the store's own chunk).
 CHUNK = 500
@@ -28,15 +28,39 @@ async def requests_by_id(sessions: Sessions, ids: Sequence[int]) -> list[Request
     return found
 
 
-async def open_transfers_under(sessions: Sessions, base: str) -> list[Request]:
-    """Open recalls and migrations whose path lies below the directory *base*."""
+async def open_transfers_under(
+    sessions: Sessions, base: str, ids: Sequence[int] | None = None
+) -> list[Request]:
+    """Open recalls and migrations whose path lies below the directory *base* (of *ids*
+    only, when given)."""
     stmt = select(Request).where(
         Request.state.in_(OPEN_STATES),
         Request.kind.in_((Kind.RECALL.value, Kind.MIGRATE.value)),
         Request.path.startswith(base, autoescape=True),
     )
     async with sessions() as session:
-        return list((await session.scalars(stmt)).all())
+        if ids is None:
+            return list((await session.scalars(stmt)).all())
+        found: list[Request] = []
+        for i in range(0, len(ids), CHUNK):
+            chunk = stmt.where(Request.id.in_(ids[i : i + CHUNK]))
+            found += (await session.scalars(chunk)).all()
+        return found
+
+
+async def last_event_id(sessions: Sessions) -> int:
+    """The highest request event id so far (0 when there is none)."""
+    async with sessions() as session:
+        return await session.scalar(select(func.max(RequestEvent.id))) or 0
+
+
+async def events_after(sessions: Sessions, after: int) -> list[tuple[int, int, str]]:
+    """(id, request id, new state) of the request events after event *after*."""
+    stmt = select(RequestEvent.id, RequestEvent.request_id, RequestEvent.to_state).where(
+        RequestEvent.id > after
+    )
+    async with sessions() as session:
+        return [(e.id, e.request_id, e.to_state) for e in (await session.execute(stmt)).all()]
 
 
 async def unclaimed_recalls(

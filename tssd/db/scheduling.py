@@ -144,9 +144,13 @@ class Candidates:
     async def pending_recalls(self) -> AsyncIterator[PendingRow]:
         """Every queued, located recall (:data:`PENDING`), streamed in one read."""
         async with self.sessions() as session:
-            result = await session.stream(PENDING.execution_options(yield_per=10_000))
-            async for row in result:
-                yield tuple(row)  # type: ignore[misc]
+            # On the session's connection, not through the ORM: its row handling cost three
+            # times the CPU of the load itself (16 s for a million recalls; issue 22).
+            conn = await session.connection()
+            result = await conn.stream(PENDING.execution_options(yield_per=10_000))
+            async for part in result.partitions():
+                for row in part:
+                    yield tuple(row)  # type: ignore[misc]
 
 
 class Scheduling(Candidates):

@@ -3,10 +3,11 @@
 Each pass handles the names inotify reported, then the requests that finished (the
 store's notifier says which), then the grace-period cancels and the stages waiting for
 space. Every ``endit.rescan_s`` (and at start-up, and when inotify's queue overflowed) a
-full pass lists the directory and the directory's open requests in the database, so
-that nothing depends on an event having been seen: after a tssd restart, recalls whose
-request file is gone are cancelled (after the grace period) and files in ``out/`` that
-were never recorded are taken.
+full pass lists the directory and the directory's open requests in the database (all of
+them at start-up and after an overflow, later those with request events since the last
+pass), so that nothing depends on an event having been seen: after a tssd restart,
+recalls whose request file is gone are cancelled (after the grace period) and files in
+``out/`` that were never recorded are taken.
 
 Which requests belong to a directory is derived from their path: a recall writes
 ``<dir>/in/<id>``, a migration reads ``<dir>/out/<id>``, a removal names
@@ -18,12 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Iterable
 
 import structlog
 
 from tssd.backends.base import TapeBackend
-from tssd.db.lookups import open_transfers_under
+from tssd.db.lookups import events_after, last_event_id, open_transfers_under
 from tssd.db.models import Kind, Request
+from tssd.domain import TERMINAL_STATES, State
 from tssd.endit import protocol
 from tssd.endit.context import DirContext, Watches, in_thread
 from tssd.endit.flush import FlushBook
@@ -48,6 +51,10 @@ class DirectoryWorker:
         self.flushes = FlushBook(ctx, self.watches)
         self.removes = RemoveBook(ctx, backend, retrier)
         self.unparsed: dict[str, float] = {}  # request files not yet valid JSON: first seen
+        #: request_events ids _adopt_open has read up to (None: no full pass yet), and the
+        #: highest id its last pass saw (the next pass reads from the former).
+        self._events_seen: int | None = None
+        self._events_next = 0
 
     @property
     def directory(self) -> str:
@@ -79,7 +86,7 @@ class DirectoryWorker:
             try:
                 if rescan or time.monotonic() >= next_full:
                     next_full = time.monotonic() + self.ctx.settings.rescan_s
-                    await self.reconcile()
+                    await self.reconcile(full=rescan)
                 else:
                     await self.handle(names)
                 await self.after()
@@ -111,9 +118,12 @@ class DirectoryWorker:
         await self.stages.expire()
         await self.stages.submit()
 
-    async def reconcile(self) -> None:
-        """Full pass: the database's open requests of this directory, then every file."""
-        await self._adopt_open()
+    async def reconcile(self, full: bool = False) -> None:
+        """Full pass: the database's open requests of this directory, then every file.
+
+        *full*: read every open request again, not only those changed since the last pass.
+        """
+        await self._adopt_open(full)
         paths = self.ctx.paths
         listing = await in_thread(
             lambda: {
@@ -125,12 +135,46 @@ class DirectoryWorker:
         await self.flushes.vanished(listing["out"])
         await self.handle(listing)
 
-    async def _adopt_open(self) -> None:
-        base = str(self.ctx.paths.base).rstrip("/") + "/"
-        rows = await open_transfers_under(self.ctx.store.sessions, base)
-        open_ids = set()
+    async def _adopt_open(self, full: bool = False) -> None:
+        """Adopt this directory's open requests tssd does not track yet, and act on tracked
+        ones that finished unheard. Only the first pass (and one after an inotify overflow)
+        reads every open request of the directory; later passes read the request events
+        since the last pass: a walk of a million open requests every ``rescan_s`` cost
+        seconds of the event loop (issue 22)."""
+        if full or self._events_seen is None:
+            await self._adopt_all()
+            return
+        events = await events_after(self.ctx.store.sessions, self._events_seen)
+        # The next pass reads this pass's window again: a transaction that took its event
+        # ids before this pass but committed after it is still seen (adopting is idempotent).
+        self._events_seen = self._events_next
+        self._events_next = max((e[0] for e in events), default=self._events_next)
+        reopened = sorted({request for _, request, to in events if to == State.QUEUED})
+        ended = {request for _, request, to in events if to in TERMINAL_STATES}
+        if reopened:
+            self._adopt(await open_transfers_under(self.ctx.store.sessions, self._base(), reopened))
+        missed = [i for i in (*self.stages.by_id, *self.flushes.by_id) if i in ended]
+        if missed:
+            await self._finished(missed)
+
+    async def _adopt_all(self) -> None:
+        # Events from here on are the next pass's: read before the open requests.
+        seen = await last_event_id(self.ctx.store.sessions)
+        rows = await open_transfers_under(self.ctx.store.sessions, self._base())
+        self._events_seen = self._events_next = seen
+        self._adopt(rows)
+        open_ids = {row.id for row in rows}
+        # Finished without this process hearing of it (another daemon, a race).
+        missed = [i for i in (*self.stages.by_id, *self.flushes.by_id) if i not in open_ids]
+        if missed:
+            await self._finished(missed)
+
+    def _base(self) -> str:
+        """This directory, as the prefix of the paths of its requests."""
+        return str(self.ctx.paths.base).rstrip("/") + "/"
+
+    def _adopt(self, rows: Iterable[Request]) -> None:
         for row in rows:
-            open_ids.add(row.id)
             name = self._name_in(row, "in" if row.kind == Kind.RECALL else "out")
             if name is None:
                 continue
@@ -138,10 +182,6 @@ class DirectoryWorker:
                 self.stages.adopt(row, name)
             else:
                 self.flushes.adopt(row, name)
-        # Finished without this process hearing of it (another daemon, a race).
-        missed = [i for i in (*self.stages.by_id, *self.flushes.by_id) if i not in open_ids]
-        if missed:
-            await self._finished(missed)
 
     def _name_in(self, row: Request, subdir: str) -> str | None:
         path = row.path or ""

@@ -6,7 +6,9 @@ which ``explain.py`` turns into ``tssctl why`` answers and request ETAs.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import gc
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Set
@@ -34,6 +36,8 @@ from tssd.scheduler.queues import load_pending, load_queues
 from tssd.tape.geometry import Profile
 
 log = structlog.get_logger()
+#: Entries added to the new index per loop turn while a resync rebuilds it.
+RESYNC_CHUNK = 10_000
 
 
 @dataclass
@@ -69,6 +73,8 @@ class Chooser:
     urgent_waiting: frozenset[str] = frozenset()
     #: Last pass: tapes urgent because they would miss a queue's latency target.
     late: frozenset[str] = frozenset()
+    #: The periodic resync running in the background (refresh), if any.
+    _resync: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @functools.cached_property
     def _pending(self) -> Candidates:
@@ -95,20 +101,46 @@ class Chooser:
         self.urgent_waiting = urgent
 
     async def resync(self) -> None:
-        """Reload the planner and the queue settings from the database."""
+        """Reload the planner and the queue settings from the database.
+
+        The new index is built beside the one in use, a chunk per loop turn, and then
+        swapped in: rebuilt in one go, a million recalls stalled the loop 16 s (issue 22).
+        """
         self.planner.begin_resync()
         entries = await load_pending(self._pending, self.clock.now(), utcnow())
-        self.planner.finish_resync(entries)
+        fresh = Planner()
+        for i in range(0, len(entries), RESYNC_CHUNK):
+            chunk = entries[i : i + RESYNC_CHUNK]
+            for entry in chunk:
+                known = self.planner.get(entry.id)
+                if known is not None:
+                    entry.arrived = known.arrived
+            fresh.add(chunk)
+            await asyncio.sleep(0)
+        self.planner.replace(fresh)
+        # A million loaded entries made every full collection of the cyclic GC walk them
+        # (0.3-0.8 s, stalling the decision of whichever pass allocated): the long-lived
+        # index goes to the permanent generation (issue 22).
+        gc.freeze()
         self.queues = await load_queues(self._queue_rows)
         self.resynced_at = self.clock.now()
         log.debug("planner.resynced", pending=len(self.planner), tapes=len(self.planner.tapes))
 
     async def refresh(self, *, full: bool) -> None:
         if full:
-            if self.clock.now() - self.resynced_at >= self.settings.resync_s:
-                await self.resync()
-            else:
-                self.queues = await load_queues(self._queue_rows)
+            due = self.clock.now() - self.resynced_at >= self.settings.resync_s
+            if due and self._resync is None:
+                # In the background: a pass, and with it the decision for a drive freed
+                # meanwhile, waited for a million rows to load (5-10 s; issue 22).
+                self._resync = asyncio.create_task(self.resync(), name="planner-resync")
+                self._resync.add_done_callback(self._resynced)
+            self.queues = await load_queues(self._queue_rows)
+
+    def _resynced(self, task: asyncio.Task[None]) -> None:
+        self._resync = None
+        if not task.cancelled() and task.exception() is not None:
+            # Retried by the next full pass (resynced_at is unchanged).
+            log.warning("planner.resync_failed", error=str(task.exception()))
 
     def rank(self, busy: Iterable[str], mountable: Callable[[str], bool]) -> list[Verdict]:
         """Eligible tapes, best first; verdicts of all tapes kept for explain."""

@@ -192,6 +192,17 @@ class Planner:
             fresh.append(entry)
         self.add(fresh)
 
+    def replace(self, fresh: Planner) -> None:
+        """End a resync with an index built beside this one (``Chooser.resync``, a chunk
+        per loop turn), less what was taken meanwhile; the caller kept known arrivals."""
+        taken = self._taken_during_resync or set()
+        self._taken_during_resync = None
+        for request_id in taken:
+            fresh._remove_one(request_id)
+        self.tapes.clear()
+        self.tapes.update(fresh.tapes)
+        self._where = fresh._where
+
     def queues(self) -> Iterator[TapeQueue]:
         return iter(self.tapes.values())
 

@@ -21,7 +21,6 @@ from tssd.cli.commands import (
     queue_name,
     wants_json,
 )
-from tssd.config.queues import TARGET_MAX_S, TARGET_MIN_S, parse_duration
 from tssd.wire import Client
 
 group(
@@ -53,6 +52,10 @@ def max_drives(text: str) -> int | None:
 
 
 def target(text: str) -> float | None:
+    # Imported here: importing tssd.config loads every settings section, a tenth of a
+    # second of every tssctl command's start-up (issue 22: listings within 1 s).
+    from tssd.config.queues import TARGET_MAX_S, TARGET_MIN_S, parse_duration
+
     if text.strip().lower() == "none":
         return None
     try:
