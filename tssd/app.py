@@ -32,6 +32,7 @@ from tssd.db.engine import (
     is_postgres,
     session_factory,
 )
+from tssd.db.mounts import MountStore
 from tssd.db.notifier import Notifier
 from tssd.db.retention import retention
 from tssd.db.schema import ensure_schema
@@ -120,7 +121,7 @@ async def _compose(
     await AdminStore(sessions).seed_queues(settings.queues)
     claims = volume_claims(settings.cluster, store)
     drives = DriveManager(
-        backend, sessions, retrier, metrics, clock, claims=claims,
+        backend, MountStore(sessions), retrier, metrics, clock, claims=claims,
         health=_health(settings, store, metrics) if wiring.guards else None,
     )  # fmt: skip
     scheduler = _scheduler(settings, wiring, store, backend, drives, retrier, metrics, planner)
@@ -149,7 +150,10 @@ def _scheduler(
 ) -> Scheduler:
     """The scheduler and its parts: chooser, reservations, tiers, sessions, intake."""
     s, policy, clock = settings.scheduler, wiring.policy, wiring.clock
-    chooser = Chooser(s, store.sessions, drives, profile_of(backend), clock, planner=planner)
+    chooser = Chooser(
+        s, store.scheduling, store.queue_settings, drives, profile_of(backend), clock,
+        planner=planner,
+    )  # fmt: skip
     reservations = Reservations()
     if policy.cost_model:
         tiers = PriorityTiers(

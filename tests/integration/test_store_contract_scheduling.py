@@ -44,7 +44,7 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[RequestStoreInt
 def claims(store: RequestStoreInterface) -> SchedulingClaims:
     scheduling = getattr(store, "scheduling", None)
     if scheduling is None:
-        pytest.skip(f"{type(store).__name__} has no scheduling claims on this branch")
+        pytest.skip(f"{type(store).__name__} has no scheduling claims")
     return cast(SchedulingClaims, scheduling)
 
 
@@ -124,7 +124,7 @@ async def test_claim_ids_takes_only_those_still_queued(
 def reads(store: RequestStoreInterface) -> CandidateReads:
     scheduling = getattr(store, "scheduling", None)
     if not hasattr(scheduling, "recall_volumes"):
-        pytest.skip(f"{type(store).__name__} has no scheduling reads on this branch")
+        pytest.skip(f"{type(store).__name__} has no scheduling reads")
     return cast(CandidateReads, scheduling)
 
 
@@ -185,7 +185,7 @@ async def test_migration_reads_leave_out_paused_queues(
 async def test_queue_settings_list_rows_and_paused_names(store: RequestStoreInterface) -> None:
     settings = getattr(store, "queue_settings", None)
     if settings is None:
-        pytest.skip(f"{type(store).__name__} has no queue_settings on this branch")
+        pytest.skip(f"{type(store).__name__} has no queue_settings")
     queues = cast(QueueSettings, settings)
     assert await queues.paused() == frozenset()
     await set_queue(store, "atlas", priority=2, paused=True)

@@ -92,7 +92,7 @@ def test_drive_cleaning_due_from_the_drive_table_to_why() -> None:
     drive = DriveState("d1")
     drives = SimpleNamespace(drives={"d1": drive}, free=lambda: [drive], ledger=MountLedger())
     clock = SimpleNamespace(now=lambda: 1000.0)
-    chooser = Chooser(SchedulerSettings(), None, drives, LTO9, clock)  # type: ignore[arg-type]
+    chooser = Chooser(SchedulerSettings(), None, None, drives, LTO9, clock)  # type: ignore[arg-type]
     chooser.planner = planner_of()
     assert [v.volume for v in chooser.rank((), lambda v: True)] == ["A"]
     drive.cleaning_due = True  # the drive asks for cleaning

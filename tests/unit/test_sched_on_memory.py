@@ -5,19 +5,30 @@ without SQL. The same store passes the SQL stores' contract suite
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 
-from tssd.backends.base import TapeCopy
+from tssd.backends.base import DriveInfo, ReadItem, ReadResult, TapeCopy
 from tssd.clock import RealClock
+from tssd.config import Settings
 from tssd.db.memory import MemoryStore
+from tssd.db.memory_mounts import MemoryMounts
 from tssd.domain import State
+from tssd.files import CountingSink
 from tssd.metrics import Metrics
 from tssd.retry import Retrier, RetryPolicy
+from tssd.scheduler.choose import Chooser
+from tssd.scheduler.core import Scheduler
+from tssd.scheduler.drives import DriveManager
 from tssd.scheduler.intake import Intake
 from tssd.scheduler.planner import Planner
 from tssd.scheduler.policy import get_policy
+from tssd.scheduler.reservations import Reservations
+from tssd.scheduler.sessions import SessionRunner
+from tssd.scheduler.tiers import PriorityTiers
 from tssd.submit import parse_submit
+from tssd.tape.geometry import LTO9
 
 T0 = datetime(2020, 1, 1, tzinfo=UTC)
 
@@ -67,3 +78,80 @@ async def test_intake_locates_covers_copies_and_fails_the_lost(memory_store: Mem
     assert sorted(planner.tapes) == ["V1", "V3"] and len(planner) == 3
     assert await intake.locate_recalls(()) == 0  # nothing left to locate
     assert catalog.asked == [["00A1", "00A2", "00A3", "00A4"]]
+
+
+class Library(Catalog):
+    """A two-drive library in memory: the backend calls a recall session makes."""
+
+    name = "memory-library"
+
+    def __init__(self, copies: dict[str, list[tuple[str, int]]]) -> None:
+        super().__init__(copies)
+        self.loaded: dict[str, str | None] = {"d1": None, "d2": None}
+        self.reads: list[tuple[str, str]] = []
+
+    async def drives(self) -> list[DriveInfo]:
+        return [DriveInfo(name, volume) for name, volume in self.loaded.items()]
+
+    async def mount(self, drive: str, volume: str) -> None:
+        assert volume not in self.loaded.values(), "one cartridge in one drive"
+        self.loaded[drive] = volume
+
+    async def dismount(self, drive: str) -> None:
+        self.loaded[drive] = None
+
+    async def geometry(self, volume: str) -> None:
+        return None  # position order
+
+    async def read(self, drive: str, items: Sequence[ReadItem]) -> AsyncIterator[ReadResult]:
+        for item in items:
+            assert self.loaded[drive] == item.copy.volume
+            await item.sink.write(item.copy.pnfsid.encode())
+            nbytes, adler = await item.sink.commit()
+            self.reads.append((item.copy.volume, item.copy.pnfsid))
+            yield ReadResult(item, nbytes, adler)
+
+
+async def test_the_scheduler_reads_every_tape_once_on_the_memory_store(
+    memory_store: MemoryStore,
+) -> None:
+    """The whole scheduler (chooser, drives, sessions, intake) on the in-memory store and
+    mount book: five recalls on two tapes, one mount per tape, every file read once."""
+    library = Library(
+        {"00B1": [("V1", 3)], "00B2": [("V1", 1)], "00B3": [("V2", 2)], "00B4": [("V1", 2)],
+         "00B5": [("V2", 1)]}
+    )  # fmt: skip
+    settings = Settings().scheduler
+    clock, metrics, policy, planner = RealClock(), Metrics(), get_policy("tssd"), Planner()
+    drives = DriveManager(library, MemoryMounts(), retrier(), metrics, clock)  # type: ignore[arg-type]
+    chooser = Chooser(
+        settings, memory_store.scheduling, memory_store.queue_settings, drives, LTO9, clock,
+        planner=planner,
+    )  # fmt: skip
+    reservations = Reservations()
+    tiers = PriorityTiers(drives, planner)
+    runner = SessionRunner(
+        memory_store, library, drives, retrier(), metrics, reservations=reservations,  # type: ignore[arg-type]
+        tiers=tiers, sink_for=lambda request: CountingSink(), source_for=None,  # type: ignore[arg-type]
+        chunk=100, policy=policy, rao="off",
+    )  # fmt: skip
+    intake = Intake(memory_store, library, retrier(), policy, planner=planner, now=clock.now)  # type: ignore[arg-type]
+    scheduler = Scheduler(
+        settings, memory_store, drives, intake, runner, metrics, policy,  # type: ignore[arg-type]
+        chooser=chooser, reservations=reservations,
+    )  # fmt: skip
+    ids = await submit(memory_store, "00B1", "00B2", "00B3", "00B4", "00B5")
+    await scheduler.start()
+    for _ in range(50):
+        await scheduler.schedule_once()
+        await asyncio.sleep(0.01)  # the sessions the pass started run meanwhile
+        if [(await memory_store.get(i)).state for i in ids] == [State.DONE] * 5:
+            break
+    await scheduler.stop(1.0)
+    assert [(await memory_store.get(i)).state for i in ids] == [State.DONE] * 5
+    assert sorted(library.reads) == [
+        ("V1", "00B1"), ("V1", "00B2"), ("V1", "00B4"), ("V2", "00B3"), ("V2", "00B5")
+    ]  # fmt: skip
+    v1 = [p for v, p in library.reads if v == "V1"]
+    assert v1 == ["00B2", "00B4", "00B1"]  # position order on the tape
+    assert sorted(m.volume for m in drives.mounts.mounts) == ["V1", "V2"]  # type: ignore[attr-defined]

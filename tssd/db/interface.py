@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from tssd.db.models import QueueRow, Request
+from tssd.db.mounts import DriveInfo
 from tssd.db.notifier import Notifier
 from tssd.db.polls import Obtained, PollIndex
 from tssd.db.store import ListFilter
@@ -181,9 +182,9 @@ class RequestStoreInterface(Protocol):
 class CandidateReads(Protocol):
     """The scheduler's reads of the queue: ``store.scheduling`` (:mod:`tssd.db.scheduling`).
 
-    In the shape the gateway work of issue 19 gives them; like :class:`SchedulingClaims`,
-    on this branch only :class:`~tssd.db.memory.MemoryStore` has them. A queued request
-    of a *paused* queue, or a recall under a *held* path prefix, is never a candidate.
+    Both stores have them (:class:`~tssd.db.memory.MemoryStore` as
+    :mod:`tssd.db.memory_scheduling`). A queued request of a *paused* queue, or a recall
+    under a *held* path prefix, is never a candidate.
     """
 
     async def recall_volumes(
@@ -223,11 +224,8 @@ class CandidateReads(Protocol):
 class SchedulingClaims(Protocol):
     """The scheduler's claims: ``store.scheduling`` (:mod:`tssd.db.scheduling`).
 
-    The successors of ``RequestStore.claim(select)``, whose caller built the statement,
-    in the shape the gateway work of issue 19 gives them (``claim_recalls(volume, queues,
-    min_priority, after, limit)``). This branch's :class:`~tssd.db.store.RequestStore` has
-    no ``scheduling`` yet; :class:`~tssd.db.memory.MemoryStore` has, and the contract suite
-    runs these on every store that has them.
+    The successors of ``RequestStore.claim(select)``, whose caller built the statement;
+    the contract suite runs them on every store.
 
     Every claim moves the requests it selects from queued to active in one step and
     returns them, active, in the order stated: ``drive`` set, ``attempts`` + 1,
@@ -271,8 +269,7 @@ class SchedulingClaims(Protocol):
 
 
 class QueueSettings(Protocol):
-    """The queue rows the scheduler reads: ``store.queue_settings`` (:mod:`tssd.db.queues`,
-    of the gateway work; only :class:`~tssd.db.memory.MemoryStore` has it on this branch)."""
+    """The queue rows the scheduler reads: ``store.queue_settings`` (:mod:`tssd.db.queues`)."""
 
     async def rows(self) -> list[QueueRow]:
         """Every configured queue."""
@@ -281,3 +278,39 @@ class QueueSettings(Protocol):
     async def paused(self) -> frozenset[str]:
         """Names of the queues an operator paused."""
         ...
+
+
+class MountBook(Protocol):
+    """The drive, mount and tape rows the scheduler's :class:`DriveManager` writes
+    (:class:`tssd.db.mounts.MountStore`; :class:`tssd.db.memory_mounts.MemoryMounts`)."""
+
+    async def reset_drives(self, infos: Sequence[DriveInfo], scope: Any) -> dict[str, bool]:
+        """At start-up: close the mounts a crash left open, record what each drive holds
+        now; return whether each drive known before is enabled."""
+
+    async def open_mount(self, drive: str, volume: str, purpose: str) -> int:
+        """Record a mount requested now; return its id."""
+
+    async def mounted(self, drive: str, volume: str, mount_id: int) -> None:
+        """The tape is ready in the drive: the mount, the drive and the tape's count."""
+
+    async def mount_failed(self, drive: str, mount_id: int) -> None:
+        """The tape never became ready: close its mount and empty the drive."""
+
+    async def save_stats(self, mount_id: int, files: int, nbytes: int, transfer_s: float) -> None:
+        """The running mount's counters."""
+
+    async def close_mount(
+        self,
+        drive: str,
+        mount_id: int | None,
+        at: datetime,
+        *,
+        files: int,
+        nbytes: int,
+        transfer_s: float,
+    ) -> None:
+        """The tape left *drive* at *at*: close its mount (final counters), empty the drive."""
+
+    async def requested_since(self, since: datetime) -> list[tuple[str, datetime]]:
+        """(volume, requested_at) of the mounts requested since *since*, oldest first."""

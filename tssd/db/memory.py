@@ -93,7 +93,7 @@ class MemoryStore:
         self._queues: dict[str, dict[str, Any]] = {}
         self._next_id = 1
         #: The scheduler's reads and claims, as ``RequestStore.scheduling``
-        #: (tssd.db.scheduling) of the gateway work, and its queue rows.
+        #: (tssd.db.scheduling), and its queue rows.
         self.scheduling = MemoryScheduling(self._rows, self._claim)
         self.queue_settings = MemoryQueues(self._queues)
 

@@ -1,7 +1,7 @@
 """The scheduler's reads and claims on the in-memory store's rows (:mod:`tssd.db.memory`).
 
-The same selections as :class:`tssd.db.scheduling.Scheduling` (the gateway work of issue
-19), written as filters over dictionaries; :class:`tssd.db.interface.CandidateReads` and
+The same selections as :class:`tssd.db.scheduling.Scheduling`, written as filters over
+dictionaries; :class:`tssd.db.interface.CandidateReads` and
 :class:`tssd.db.interface.SchedulingClaims` state the contract.
 """
 

@@ -7,7 +7,6 @@ which ``explain.py`` turns into ``tssctl why`` answers and request ETAs.
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 import math
 from collections import Counter
@@ -18,10 +17,8 @@ import structlog
 
 from tssd.clock import Clock
 from tssd.config import SchedulerSettings
-from tssd.db.engine import SessionFactory
+from tssd.db.interface import CandidateReads, QueueSettings
 from tssd.db.models import utcnow
-from tssd.db.queues import QueueStore
-from tssd.db.scheduling import Candidates
 from tssd.scheduler.cost import (
     Context,
     QueuePolicy,
@@ -57,7 +54,9 @@ class Chooser:
     it through :meth:`started`, :meth:`ended` and :meth:`waiting`)."""
 
     settings: SchedulerSettings
-    sessions: SessionFactory
+    #: The queue's reads (``store.scheduling``) and the queues' rows (``store.queue_settings``).
+    pending: CandidateReads
+    queue_rows: QueueSettings
     drives: DriveManager
     profile: Profile
     clock: Clock
@@ -75,14 +74,6 @@ class Chooser:
     late: frozenset[str] = frozenset()
     #: The periodic resync running in the background (refresh), if any.
     _resync: asyncio.Task[None] | None = field(default=None, repr=False)
-
-    @functools.cached_property
-    def _pending(self) -> Candidates:
-        return Candidates(self.sessions)
-
-    @functools.cached_property
-    def _queue_rows(self) -> QueueStore:
-        return QueueStore(self.sessions)
 
     def targets(self) -> dict[str, float]:
         """Latency target of each queue that has one."""
@@ -107,7 +98,7 @@ class Chooser:
         swapped in: rebuilt in one go, a million recalls stalled the loop 16 s (issue 22).
         """
         self.planner.begin_resync()
-        entries = await load_pending(self._pending, self.clock.now(), utcnow())
+        entries = await load_pending(self.pending, self.clock.now(), utcnow())
         fresh = Planner()
         for i in range(0, len(entries), RESYNC_CHUNK):
             chunk = entries[i : i + RESYNC_CHUNK]
@@ -122,7 +113,7 @@ class Chooser:
         # (0.3-0.8 s, stalling the decision of whichever pass allocated): the long-lived
         # index goes to the permanent generation (issue 22).
         gc.freeze()
-        self.queues = await load_queues(self._queue_rows)
+        self.queues = await load_queues(self.queue_rows)
         self.resynced_at = self.clock.now()
         log.debug("planner.resynced", pending=len(self.planner), tapes=len(self.planner.tapes))
 
@@ -134,7 +125,7 @@ class Chooser:
                 # meanwhile, waited for a million rows to load (5-10 s; issue 22).
                 self._resync = asyncio.create_task(self.resync(), name="planner-resync")
                 self._resync.add_done_callback(self._resynced)
-            self.queues = await load_queues(self._queue_rows)
+            self.queues = await load_queues(self.queue_rows)
 
     def _resynced(self, task: asyncio.Task[None]) -> None:
         self._resync = None

@@ -6,7 +6,6 @@ a cartridge is recorded in at most one drive even if the in-memory view were wro
 
 from __future__ import annotations
 
-import functools
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -16,9 +15,8 @@ from tssd.activity import Activity
 from tssd.backends.base import TapeBackend
 from tssd.clock import Clock
 from tssd.cluster.claims import LocalClaims, VolumeClaims
-from tssd.db.engine import SessionFactory
+from tssd.db.interface import MountBook
 from tssd.db.models import utcnow
-from tssd.db.mounts import MountStore
 from tssd.errors import BackendError
 from tssd.health import Health, record_failure, record_success
 from tssd.metrics import Metrics
@@ -87,7 +85,7 @@ class DriveManager:
     def __init__(
         self,
         backend: TapeBackend,
-        sessions: SessionFactory,
+        mounts: MountBook,
         retrier: Retrier,
         metrics: Metrics,
         clock: Clock,
@@ -96,7 +94,8 @@ class DriveManager:
         health: Health | None = None,
     ) -> None:
         self.backend = backend
-        self.sessions = sessions
+        #: The drive, mount and tape rows (tssd.db.mounts; tssd.db.memory_mounts in tests).
+        self.mounts = mounts
         self.retrier = retrier
         self.metrics = metrics
         self.clock = clock
@@ -112,11 +111,6 @@ class DriveManager:
         self.ledger = MountLedger()
         #: Recent rates, latencies and queue depth for `tssctl top` and /status.
         self.activity = Activity()
-
-    @functools.cached_property
-    def mounts(self) -> MountStore:
-        """The drive, mount and tape rows (tssd.db.mounts)."""
-        return MountStore(self.sessions)
 
     async def load(self) -> None:
         """Take the drive list from the backend; close mounts a crash left open."""

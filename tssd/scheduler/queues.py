@@ -8,9 +8,7 @@ from __future__ import annotations
 from collections import deque
 from datetime import UTC, datetime, timedelta
 
-from tssd.db.mounts import MountStore
-from tssd.db.queues import QueueStore
-from tssd.db.scheduling import Candidates
+from tssd.db.interface import CandidateReads, MountBook, QueueSettings
 from tssd.scheduler.cost import QueuePolicy
 from tssd.scheduler.planner import Entry
 
@@ -19,7 +17,7 @@ DAY_S = 86400.0
 DEFAULT_SIZE = 2 * 10**9
 
 
-async def load_queues(queues: QueueStore) -> dict[str, QueuePolicy]:
+async def load_queues(queues: QueueSettings) -> dict[str, QueuePolicy]:
     rows = await queues.rows()
     return {
         q.name: QueuePolicy(
@@ -32,7 +30,7 @@ async def load_queues(queues: QueueStore) -> dict[str, QueuePolicy]:
     }
 
 
-async def load_pending(reads: Candidates, now: float, wall: datetime) -> list[Entry]:
+async def load_pending(reads: CandidateReads, now: float, wall: datetime) -> list[Entry]:
     """Every queued, located recall, as planner entries (arrival from ``created_at``)."""
     entries = []
     async for rid, volume, position, size, priority, queue, created in reads.pending_recalls():
@@ -68,7 +66,7 @@ class MountLedger:
             return now
         return times[len(times) - budget] + DAY_S
 
-    async def load(self, mounts: MountStore, now: float, wall: datetime) -> None:
+    async def load(self, mounts: MountBook, now: float, wall: datetime) -> None:
         """Mounts of the last day recorded by earlier runs."""
         for volume, at in await mounts.requested_since(wall - timedelta(seconds=DAY_S)):
             self.record(volume, now - (wall - _aware(at)).total_seconds())
