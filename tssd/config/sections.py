@@ -66,7 +66,14 @@ class ApiSettings:
     max_body_bytes: int = field(
         default=64 * 1024 * 1024, metadata=_doc("Largest accepted request body (bulk submit).")
     )
-    max_bulk: int = field(default=100_000, metadata=_doc("Most requests in one bulk submit."))
+    max_bulk: int = field(
+        default=10_000,
+        metadata=_doc(
+            "Most requests in one bulk submit (tssctl sends 10,000 per call). A bulk's "
+            "objects are garbage-collected on the event loop: one of 100,000 held it for "
+            "0.5 s (docs/benchmarks.md, admission control)."
+        ),
+    )
     backlog: int = field(
         default=2048, metadata=_doc("Listen backlog: connections waiting to be accepted.")
     )
