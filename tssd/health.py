@@ -27,8 +27,13 @@ log = structlog.get_logger()
 
 
 class DriveLike(Protocol):
-    name: str
-    enabled: bool
+    """A drive as health reads it; only its owner (scheduler.drives) changes it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def enabled(self) -> bool: ...
 
 
 def counts_against_hardware(error: BaseException) -> bool:
@@ -62,17 +67,22 @@ class Health:
 
     async def failed(
         self, drive: DriveLike, volume: str | None, error: BaseException, *, op: str
-    ) -> None:
-        """Record a failed *op* of *drive* (on *volume*); disable or mark as due."""
+    ) -> bool:
+        """Record a failed *op* of *drive* (on *volume*); mark the tape suspect when due.
+        True when the drive is to leave service (recorded here; its owner takes it out)."""
         if not counts_against_hardware(error):
-            return
+            return False
         self.metrics.hardware_failures_total.labels(op=op).inc()
         n = self.drive_failures.get(drive.name, 0) + 1
         self.drive_failures[drive.name] = n
-        if self.drive_max_failures and n >= self.drive_max_failures and drive.enabled:
+        disable = bool(self.drive_max_failures and n >= self.drive_max_failures and drive.enabled)
+        if disable:
             await self._disable(drive, n, error)
-        if volume is None:
-            return
+        if volume is not None:
+            await self._tape_failed(drive, volume, error)
+        return disable
+
+    async def _tape_failed(self, drive: DriveLike, volume: str, error: BaseException) -> None:
         drives = self.tape_failures.setdefault(volume, set())
         drives.add(drive.name)
         if (
@@ -93,7 +103,6 @@ class Health:
         self.drive_failures.pop(name, None)
 
     async def _disable(self, drive: DriveLike, failures: int, error: BaseException) -> None:
-        drive.enabled = False
         await db.disable_drive(self.sessions, drive.name)
         self.metrics.drives_disabled_total.inc()
         log.error("drive.disabled", drive=drive.name, failures=failures, error=str(error))
@@ -109,10 +118,11 @@ class Health:
 
 async def record_failure(
     health: Health | None, drive: DriveLike, volume: str | None, error: BaseException, op: str
-) -> None:
+) -> bool:
     """:meth:`Health.failed` when health bookkeeping is wired (not in simulations)."""
     if health is not None:
-        await health.failed(drive, volume, error, op=op)
+        return await health.failed(drive, volume, error, op=op)
+    return False
 
 
 def record_success(health: Health | None, drive: DriveLike, volume: str | None) -> None:

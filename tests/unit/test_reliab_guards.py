@@ -63,15 +63,16 @@ async def test_a_drive_failing_repeatedly_is_taken_out_of_service(
     )
     drive = FakeDrive("d0")
     err = TransientBackendError("simulated IBM SP error 12")
-    await health.failed(drive, "V1", err, op="mount")
-    await health.failed(drive, "V2", err, op="mount")
+    assert not await health.failed(drive, "V1", err, op="mount")
+    assert not await health.failed(drive, "V2", err, op="mount")
     health.succeeded(drive, "V3")  # a success in between: the count starts again
-    await health.failed(drive, "V4", err, op="read")
-    await health.failed(drive, "V5", ObjectNotFound("gone"), op="read")  # not the drive's fault
-    await health.failed(drive, "V6", err, op="read")
-    assert drive.enabled
-    await health.failed(drive, "V7", PermanentBackendError("124"), op="write")
-    assert not drive.enabled and disabled == [True]
+    assert not await health.failed(drive, "V4", err, op="read")
+    # Not the drive's fault:
+    assert not await health.failed(drive, "V5", ObjectNotFound("gone"), op="read")
+    assert not await health.failed(drive, "V6", err, op="read")
+    # The third in a row: out of service (its owner, the DriveManager, takes it out).
+    assert await health.failed(drive, "V7", PermanentBackendError("124"), op="write")
+    assert disabled == [True]
     async with sessions() as s:
         assert (await s.get(Drive, "d0")).enabled is False  # type: ignore[union-attr]
     assert sample(metrics, "tssd_drives_disabled_total") == 1

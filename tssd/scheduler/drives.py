@@ -168,9 +168,8 @@ class DriveManager:
         self, drive: DriveState, volume: str | None, error: BaseException, op: str
     ) -> None:
         """An *op* of *drive* (on *volume*) failed: count it against the hardware."""
-        enabled = drive.enabled
-        await record_failure(self.health, drive, volume, error, op)
-        if enabled and not drive.enabled:
+        if await record_failure(self.health, drive, volume, error, op):
+            drive.enabled = False
             self.update_gauge()
 
     def succeeded(self, drive: DriveState, volume: str | None) -> None:
