@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 
+from tssd.db.actions import OperatorActions
 from tssd.db.memory_scheduling import MemoryScheduling
 from tssd.db.models import QueueRow, Request, utcnow
 from tssd.db.notifier import Notifier
@@ -71,7 +72,7 @@ class Event:
     reason: str | None
 
 
-class MemoryStore:
+class MemoryStore(OperatorActions):
     """The request store in dictionaries (see the module docstring).
 
     It has no ``sessions`` or ``engine``: code that still queries SQL itself (most of the
@@ -246,39 +247,7 @@ class MemoryStore:
         self._event([request_id], state, state, REPORTED)
         return self._snapshot(request_id)
 
-    # -- operator actions ---------------------------------------------------------------
-
-    async def cancel(self, request_id: int, reason: str = "cancelled by operator") -> Request:
-        changed = await self.transition(
-            [request_id],
-            OPEN_STATES,
-            State.CANCELLED,
-            reason=reason,
-            values={"error": reason, "finished_at": utcnow()},
-        )
-        row = await self.get(request_id)
-        if not changed:
-            raise Conflict(f"request {request_id} is already {row.state}")
-        return row
-
-    async def retry(self, request_id: int) -> Request:
-        row = await self.get(request_id)
-        if row.state not in (State.FAILED, State.CANCELLED):
-            raise Conflict(f"request {request_id} is {row.state}: only failed or cancelled")
-        try:
-            changed = await self.transition(
-                [request_id],
-                (State.FAILED, State.CANCELLED),
-                State.QUEUED,
-                reason="retried by operator",
-                values={"error": None, "error_code": None, "finished_at": None, "attempts": 0},
-            )
-        except IntegrityError:
-            raise Conflict(f"another open {row.kind} request exists for {row.key}") from None
-        if not changed:
-            raise Conflict(f"request {request_id} changed state meanwhile")
-        self.notifier.work.set()
-        return await self.get(request_id)
+    # cancel and retry: tssd.db.actions.OperatorActions
 
     # -- scheduler side -----------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from tssd.db.actions import OperatorActions
 from tssd.db.counts import Counts
 from tssd.db.engine import db_retry
 from tssd.db.events import CHUNK, REQUESTS, _insert_events, _record_events, _single_transition
@@ -45,7 +46,7 @@ from tssd.db.polls import (
 from tssd.db.queues import QueueStore, _queue_rows
 from tssd.db.scheduling import Scheduling
 from tssd.db.submits import SqliteWriter, record, sqlite_file
-from tssd.domain import OPEN_STATES, State
+from tssd.domain import State
 from tssd.errors import Conflict, NotFound
 from tssd.submit import SubmitSpec
 
@@ -64,7 +65,7 @@ class ListFilter:
     after: int | None = None
 
 
-class RequestStore:
+class RequestStore(OperatorActions):
     """Every change of a request's state, and the reads that must agree with them.
 
     Each method is one transaction; a transition happens only from the states it names,
@@ -287,39 +288,7 @@ class RequestStore:
             await _record_events(session, [row.id], state, state, REPORTED)
         return row
 
-    # -- operator actions -------------------------------------------------------------
-
-    async def cancel(self, request_id: int, reason: str = "cancelled by operator") -> Request:
-        changed = await self.transition(
-            [request_id],
-            OPEN_STATES,
-            State.CANCELLED,
-            reason=reason,
-            values={"error": reason, "finished_at": utcnow()},
-        )
-        row = await self.get(request_id)
-        if not changed:
-            raise Conflict(f"request {request_id} is already {row.state}")
-        return row
-
-    async def retry(self, request_id: int) -> Request:
-        row = await self.get(request_id)
-        if row.state not in (State.FAILED, State.CANCELLED):
-            raise Conflict(f"request {request_id} is {row.state}: only failed or cancelled")
-        try:
-            changed = await self.transition(
-                [request_id],
-                (State.FAILED, State.CANCELLED),
-                State.QUEUED,
-                reason="retried by operator",
-                values={"error": None, "error_code": None, "finished_at": None, "attempts": 0},
-            )
-        except IntegrityError:
-            raise Conflict(f"another open {row.kind} request exists for {row.key}") from None
-        if not changed:
-            raise Conflict(f"request {request_id} changed state meanwhile")
-        self.notifier.work.set()
-        return await self.get(request_id)
+    # cancel and retry: tssd.db.actions.OperatorActions
 
     # -- scheduler side ---------------------------------------------------------------
 

@@ -1,0 +1,78 @@
+"""An operator's cancel and retry, written once on the store's own transitions.
+
+Both request stores (:class:`tssd.db.store.RequestStore`, the in-memory
+:class:`tssd.db.memory.MemoryStore`) inherit these: each is a conditional transition
+(:meth:`transition`) plus the answer an operator needs when it did not apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Iterable, Sequence
+from typing import Any, Protocol
+
+from sqlalchemy.exc import IntegrityError
+
+from tssd.db.models import Request, utcnow
+from tssd.db.notifier import Notifier
+from tssd.domain import OPEN_STATES, State
+from tssd.errors import Conflict
+
+
+class Transitions(Protocol):
+    """What the actions need of their store."""
+
+    @property
+    def notifier(self) -> Notifier: ...
+
+    async def get(self, request_id: int) -> Request: ...
+
+    def transition(
+        self,
+        ids: Sequence[int],
+        from_states: Iterable[str],
+        to_state: State,
+        *,
+        reason: str | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> Awaitable[list[int]]: ...
+
+
+class OperatorActions:
+    """``cancel`` and ``retry`` for a store that has ``get``, ``transition``, ``notifier``."""
+
+    async def cancel(
+        self: Transitions, request_id: int, reason: str = "cancelled by operator"
+    ) -> Request:
+        """Cancel an open request; :class:`Conflict` if it had already ended."""
+        changed = await self.transition(
+            [request_id],
+            OPEN_STATES,
+            State.CANCELLED,
+            reason=reason,
+            values={"error": reason, "finished_at": utcnow()},
+        )
+        row = await self.get(request_id)
+        if not changed:
+            raise Conflict(f"request {request_id} is already {row.state}")
+        return row
+
+    async def retry(self: Transitions, request_id: int) -> Request:
+        """Queue a failed or cancelled request again; :class:`Conflict` if it is in
+        another state or another open request of its key exists."""
+        row = await self.get(request_id)
+        if row.state not in (State.FAILED, State.CANCELLED):
+            raise Conflict(f"request {request_id} is {row.state}: only failed or cancelled")
+        try:
+            changed = await self.transition(
+                [request_id],
+                (State.FAILED, State.CANCELLED),
+                State.QUEUED,
+                reason="retried by operator",
+                values={"error": None, "error_code": None, "finished_at": None, "attempts": 0},
+            )
+        except IntegrityError:
+            raise Conflict(f"another open {row.kind} request exists for {row.key}") from None
+        if not changed:
+            raise Conflict(f"request {request_id} changed state meanwhile")
+        self.notifier.work.set()
+        return await self.get(request_id)
