@@ -1,12 +1,15 @@
-"""An operator's cancel and retry, written once on the store's own transitions.
+"""What both request stores do the same way, written once on their own ``get``,
+``transition`` and ``notifier``: an operator's cancel and retry, a client's wait.
 
-Both request stores (:class:`tssd.db.store.RequestStore`, the in-memory
-:class:`tssd.db.memory.MemoryStore`) inherit these: each is a conditional transition
-(:meth:`transition`) plus the answer an operator needs when it did not apply.
+:class:`tssd.db.store.RequestStore` and the in-memory :class:`tssd.db.memory.MemoryStore`
+inherit these: cancel and retry are a conditional transition plus the answer an operator
+needs when it did not apply; wait reads the request when woken by a transition.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -38,7 +41,8 @@ class Transitions(Protocol):
 
 
 class OperatorActions:
-    """``cancel`` and ``retry`` for a store that has ``get``, ``transition``, ``notifier``."""
+    """``cancel``, ``retry`` and ``wait`` for a store with ``get``, ``transition``,
+    ``notifier``."""
 
     async def cancel(
         self: Transitions, request_id: int, reason: str = "cancelled by operator"
@@ -76,3 +80,26 @@ class OperatorActions:
             raise Conflict(f"request {request_id} changed state meanwhile")
         self.notifier.work.set()
         return await self.get(request_id)
+
+    async def wait(self: Transitions, request_id: int, timeout: float) -> tuple[Request, bool]:
+        """Return when the request is finished or *timeout* seconds have passed.
+
+        The store is read once at the start and once when woken: by this process's own
+        transitions, or (several instances) by ``NOTIFY tssd_done`` through
+        :class:`~tssd.cluster.listen.WorkListener`. No periodic re-read: 4,000 waiters
+        re-reading every 2 s saturated the daemon (docs/reliability.md).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        event = self.notifier.watch(request_id)
+        try:
+            while True:
+                row = await self.get(request_id)
+                remaining = deadline - loop.time()
+                if not State(row.state).is_open or remaining <= 0:
+                    return row, not State(row.state).is_open
+                event.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), timeout=remaining)
+        finally:
+            self.notifier.unwatch(request_id, event)

@@ -14,8 +14,6 @@ event loop each is atomic, as a transaction is. Reads return fresh transient
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -210,21 +208,7 @@ class MemoryStore(OperatorActions):
     async def queues(self) -> list[dict[str, Any]]:
         return [dict(q) for _, q in sorted(self._queues.items())]
 
-    async def wait(self, request_id: int, timeout: float) -> tuple[Request, bool]:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        event = self.notifier.watch(request_id)
-        try:
-            while True:
-                row = await self.get(request_id)
-                remaining = deadline - loop.time()
-                if not State(row.state).is_open or remaining <= 0:
-                    return row, not State(row.state).is_open
-                event.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(event.wait(), timeout=remaining)
-        finally:
-            self.notifier.unwatch(request_id, event)
+    # wait: tssd.db.actions.OperatorActions
 
     async def latest(self, kind: str, pnfsid: str) -> tuple[Any, bool] | None:
         matching = self._by_pnfsid.get((kind, pnfsid))

@@ -8,8 +8,6 @@ PostgreSQL database: claims (``store.scheduling``, :mod:`tssd.db.scheduling`) us
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -222,28 +220,7 @@ class RequestStore(OperatorActions):
         """The configured queues (priority, drive limit, paused)."""
         return await _queue_rows(self.sessions)
 
-    async def wait(self, request_id: int, timeout: float) -> tuple[Request, bool]:
-        """Return when the request is finished or *timeout* seconds have passed.
-
-        The database is read once at the start and once when woken: by this process's own
-        transitions, or (several instances) by ``NOTIFY tssd_done`` through
-        :class:`~tssd.cluster.listen.WorkListener`. No periodic re-read: 4,000 waiters
-        re-reading every 2 s saturated the daemon (docs/reliability.md).
-        """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        event = self.notifier.watch(request_id)
-        try:
-            while True:
-                row = await self.get(request_id)
-                remaining = deadline - loop.time()
-                if not State(row.state).is_open or remaining <= 0:
-                    return row, not State(row.state).is_open
-                event.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(event.wait(), timeout=remaining)
-        finally:
-            self.notifier.unwatch(request_id, event)
+    # wait: tssd.db.actions.OperatorActions
 
     async def latest(self, kind: str, pnfsid: str) -> tuple[Any, bool] | None:
         """The newest request of *kind* for *pnfsid*, and whether its outcome was reported.
