@@ -2,7 +2,9 @@
 
 Shutdown on SIGTERM/SIGINT: stop intake (submits answer 503), let tape sessions in flight
 finish within ``scheduler.shutdown_grace_s``, cancel what is left (its requests return to
-the queue), dismount, close listeners, backend and database, in that order.
+the queue), unload the tapes (every drive at once, for at most
+``scheduler.shutdown_unload_s``; the rest stay mounted), close listeners, backend and
+database, in that order.
 """
 
 from __future__ import annotations
@@ -272,5 +274,5 @@ async def serve(settings: Settings) -> None:
         await services.scheduler.stop(settings.scheduler.shutdown_grace_s)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        await services.scheduler.shutdown_drives()
+        await services.scheduler.shutdown_drives(settings.scheduler.shutdown_unload_s)
     log.info("daemon.stopped")

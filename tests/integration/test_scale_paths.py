@@ -92,7 +92,7 @@ async def test_a_freed_drive_is_timed_to_the_next_decision(tmp_path: Path, db_ur
             await services.scheduler.stop(5.0)
             runner.cancel()
             await asyncio.gather(runner, return_exceptions=True)
-            await services.scheduler.shutdown_drives()
+            await services.scheduler.shutdown_drives(60.0)
         count, total = _observed(histogram)
         # Two tapes on one drive: the drive freed at least twice, each time a pass decided.
         assert done["counts"]["done"] == 6

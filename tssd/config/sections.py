@@ -207,6 +207,14 @@ class SchedulerSettings:
         default=30.0,
         metadata=_doc("On SIGTERM, how long work in flight may run before it is cancelled."),
     )
+    shutdown_unload_s: float = field(
+        default=60.0,
+        metadata=_doc(
+            "On SIGTERM, after the sessions ended: how long the unloads of mounted tapes "
+            "may take in all (every drive at once). A tape not out by then stays in its "
+            "drive, where the next start finds it (0 = leave every tape mounted)."
+        ),
+    )
     default_queue: str = field(default="default", metadata=_doc("Queue of requests naming none."))
     max_wait_s: float = field(
         default=86400.0,

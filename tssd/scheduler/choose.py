@@ -127,6 +127,15 @@ class Chooser:
                 self._resync.add_done_callback(self._resynced)
             self.queues = await load_queues(self.queue_rows)
 
+    async def close(self) -> None:
+        """Cancel a resync running in the background (shutdown): it holds a database
+        connection, which must go back before the engine is disposed (an aiosqlite
+        connection never closed keeps its thread, and with it the process, alive)."""
+        task, self._resync = self._resync, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
     def _resynced(self, task: asyncio.Task[None]) -> None:
         self._resync = None
         if not task.cancelled() and task.exception() is not None:

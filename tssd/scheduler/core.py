@@ -188,6 +188,7 @@ class Scheduler:
             if late:
                 log.warning("scheduler.cancelled_sessions", sessions=len(late))
                 await asyncio.wait(late)
+        await self.chooser.close()
 
     async def schedule_once(self, *, full: bool = True) -> None:
         """One pass. Not *full*: skip the kinds of work nobody submitted since the last."""
@@ -431,11 +432,30 @@ class Scheduler:
             self.metrics.requests_pending.labels(*labels).set(0)
         self._seen_pending = set(pending)
 
-    async def shutdown_drives(self) -> None:
-        """Dismount every tape (after sessions ended) so mount records close cleanly."""
-        for drive in self.drives.drives.values():
-            if drive.volume and not drive.busy:
-                try:
-                    await self.drives.dismount(drive)
-                except TssdError as exc:
-                    log.warning("dismount.failed", drive=drive.name, error=str(exc))
+    async def shutdown_drives(self, bound_s: float) -> None:
+        """Unload the tapes of idle drives (after sessions ended), all at once, for at
+        most *bound_s* seconds in all.
+
+        One after another, 8 drives' rewinds, unloads and robot moves kept a stopping
+        daemon alive for minutes. A tape still in its drive when the bound passes stays
+        there: at the next start the backend reports it in the drive, the mount book
+        closes its open mount (``reset_drives``) and a session for it reads without a
+        new mount; its requests were queued again when their session ended.
+        """
+        loaded = [d for d in self.drives.drives.values() if d.volume and not d.busy]
+        if loaded and bound_s > 0:
+            tasks = [asyncio.create_task(self._unload_at_exit(d)) for d in loaded]
+            _, late = await asyncio.wait(tasks, timeout=bound_s)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
+        left = {d.name: d.volume for d in loaded if d.volume is not None}
+        if left:
+            log.warning("scheduler.left_mounted", drives=left, bound_s=bound_s)
+
+    async def _unload_at_exit(self, drive: DriveState) -> None:
+        try:
+            await self.drives.dismount(drive)
+        except TssdError as exc:
+            log.warning("dismount.failed", drive=drive.name, error=str(exc))
