@@ -17,7 +17,9 @@ At the full level: the daemon's RSS, ``tssctl status`` / ``queues`` / ``requests
 wall times (the command as an operator runs it), then restart to ready (SIGTERM, start,
 ``/healthz``), and last the decision latency: the queue is resumed, drives read and free
 up for ``--decide-s`` seconds, and p50/p99 come from the daemon's own histogram
-``tssd_schedule_decision_seconds``.
+``tssd_schedule_decision_seconds``; then SIGTERM with the drives reading, timed until
+the process exits (``shutdown``: busy and mounted drives, seconds, the shutdown events
+the daemon logged at warning level).
 
 With ``--prefill`` the ``--pending`` queued recalls are written into the database before
 the daemon starts (PostgreSQL: ``COPY`` with the secondary indexes rebuilt after it; SQLite:
@@ -93,6 +95,30 @@ class Daemon:
         if self.proc is not None:
             stop_serve(self.proc, timeout=300)
             self.proc = None
+
+    def stop_timed(self) -> dict[str, Any]:
+        """SIGTERM with the drives as they are: seconds to exit, what the daemon logged."""
+        assert self.proc is not None
+        drives = self.client().call("GET", "/v1/drives")["drives"]
+        busy = sum(d["state"] == "busy" for d in drives)
+        mounted = sum(bool(d.get("volume")) for d in drives)
+        log = self.root / f"tssd-{self.starts}.log"
+        seen = len(log.read_text(errors="replace"))
+        begin = time.monotonic()
+        code = stop_serve(self.proc, timeout=1800)
+        took = time.monotonic() - begin
+        self.proc = None
+        events = {}
+        for line in log.read_text(errors="replace")[seen:].splitlines():
+            if line.startswith("{"):
+                event = json.loads(line)
+                events[event.get("event")] = {
+                    k: v for k, v in event.items() if k not in ("event", "level", "timestamp")
+                }
+        return {
+            "busy_drives": busy, "mounted_drives": mounted, "exit_code": code,
+            "sigterm_to_exit_s": round(took, 1), "events": events,
+        }  # fmt: skip
 
     def client(self) -> Client:
         return Client(str(self.socket), timeout=600)
@@ -538,6 +564,9 @@ def at_full(d: Daemon, report: dict[str, Any], decide_s: float) -> None:
     report["load_average"]["decision"] = os.getloadavg()
     report["rss_mb_reading"] = round(d.rss_mb())
     progress(f"decision {report['decision']}")
+    report["load_average"]["shutdown"] = os.getloadavg()
+    report["shutdown"] = d.stop_timed()
+    progress(f"shutdown {report['shutdown']}")
 
 
 def main() -> None:
