@@ -258,3 +258,26 @@ async def test_restart_with_a_tape_in_a_drive(open_library: Factory, tmp_path: P
         ]
         assert results[0].error is None
         assert (tmp_path / "o").read_bytes() == (tmp_path / "in0").read_bytes()
+
+
+async def test_restart_with_an_unloaded_tape_in_a_drive(
+    open_library: Factory, vtl: Path, tmp_path: Path
+) -> None:
+    """A stop cut short between the drive's unload and the robot's move (issue 22,
+    ``scheduler.shutdown_unload_s``): the next start puts the cartridge back in its slot,
+    and it is mounted and read as any other."""
+    async with open_library() as library:
+        drive = (await library.drives())[0].name
+        copies = await write(library, drive, items(tmp_path, [3000]))
+        tape = library._drives[drive].tape
+        assert tape is not None
+        await tape.offline()
+    async with open_library() as library:
+        assert {d.name: d.volume for d in await library.drives()}[drive] is None
+        other = (await library.drives())[1].name
+        await library.mount(other, copies[0].volume)
+        results = [
+            r async for r in library.read(other, [ReadItem(copies[0], FileSink(tmp_path / "o"))])
+        ]
+        assert results[0].error is None
+        assert (tmp_path / "o").read_bytes() == (tmp_path / "in0").read_bytes()

@@ -13,7 +13,8 @@ Layout of the directory::
     lock                serialises changer commands (flock)
     faults.json         optional fault injection, see FAULTS
     tapes/VOLSER.tape   one cartridge: records of (kind, length, payload)
-    nst0/, nst1/, ...   one drive: ``serial`` and ``medium`` (the loaded volume, or empty)
+    nst0/, nst1/, ...   one drive: ``serial`` and ``medium`` (the loaded volume, or empty);
+                        ``unloaded`` once the drive unloaded it (the robot has not taken it)
 
 Create one with ``python3 -m tssd.backends.scsi.emulated init DIR``. Only the standard
 library is imported: the changer emulator starts in a few tens of milliseconds.
@@ -73,7 +74,11 @@ def save_state(root: Path, state: dict[str, Any]) -> None:
     temp.write_text(json.dumps(state, indent=1))
     os.replace(temp, _state_path(root))
     for drive in state["drives"]:
-        (root / drive["device"] / "medium").write_text(drive["volume"] or "")
+        medium, volume = root / drive["device"] / "medium", drive["volume"] or ""
+        if not medium.exists() or medium.read_text() != volume:
+            # The robot moved a cartridge: one put into the drive is loaded (threaded).
+            (root / drive["device"] / "unloaded").unlink(missing_ok=True)
+            medium.write_text(volume)
 
 
 @contextlib.contextmanager
@@ -215,7 +220,7 @@ class FileTape:
         self.root = drive.parent
         serial = (drive / "serial").read_text().strip()
         volume = (drive / "medium").read_text().strip()
-        if not volume:
+        if not volume or (drive / "unloaded").exists():
             raise OSError(errno.ENOMEDIUM, "No medium found", path)
         with locked(self.root):
             faults = load_faults(self.root)
@@ -302,7 +307,9 @@ class FileTape:
         return payload
 
     def offline(self) -> None:
+        """Rewind and unload: the cartridge stays in the drive until the robot takes it."""
         self._pos = 0
+        (Path(self.path) / "unloaded").touch()
 
     def ready(self) -> bool:
         return True

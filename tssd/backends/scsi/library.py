@@ -155,6 +155,8 @@ class ScsiLibrary(TapeBackend):
             self._drives[spec.serial] = drive
             if element.volume:
                 self._claims[element.volume] = spec.serial
+        for drive in self._drives.values():
+            await self._home_if_unloaded(drive)
         new = await self._catalog.ensure_tapes(
             self._present, self._settings.tape_capacity, self._settings.block_size
         )
@@ -165,6 +167,26 @@ class ScsiLibrary(TapeBackend):
             tapes=len(self._present),
             new_tapes=new,
         )
+
+    async def _home_if_unloaded(self, state: _Drive) -> None:
+        """A cartridge in *state*'s drive that the drive has unloaded goes back to its slot.
+
+        A stopping tssd gives its unloads ``scheduler.shutdown_unload_s``; one cut short
+        after the drive's unload and before the robot's move leaves the cartridge in the
+        drive, not loaded, where no read or mount would get past "not ready".
+        """
+        if state.volume is None:
+            return
+        try:
+            tape = await Tape.open(self._open_device, state.spec.device, state.positioning)
+        except DriveNotReady:
+            log.warning("scsi.drive.unloaded_at_start", drive=state.name, volume=state.volume)
+            try:
+                await self.dismount(state.name)
+            except (TransientBackendError, PermanentBackendError) as exc:
+                log.warning("dismount.failed", drive=state.name, error=str(exc))
+            return
+        await tape.close()
 
     async def close(self) -> None:
         for drive in self._drives.values():
