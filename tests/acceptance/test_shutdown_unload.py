@@ -2,8 +2,8 @@
 
 A real ``tssd serve`` on the simulated library: four drives read sparse tapes (files
 between large ones nobody asked for, so the head travels and each unload starts with a
-long rewind), then SIGTERM. One after another the unloads of four drives take about a
-minute at this time scale; the daemon must stop within the grace period plus
+long rewind), then SIGTERM. One after another the unloads of four drives took about two
+minutes at this time scale; the daemon must stop within the grace period plus
 ``scheduler.shutdown_unload_s``, leave the tapes it had no time for in their drives, and
 after a restart serve every request it had.
 """
@@ -78,7 +78,7 @@ def test_sigterm_while_reading_exits_within_grace_and_unload_bound(
     daemon.proc.send_signal(signal.SIGTERM)
     assert daemon.proc.wait(timeout=120) == 0
     took = time.monotonic() - began
-    # Four unloads one after another take about a minute here; at once and bounded, the
+    # Four unloads one after another took 118 s here; at once and bounded, the
     # grace period plus the bound (and the process's own teardown on a busy machine).
     assert took < grace_s + unload_s + 25, (took, daemon.log()[-5000:])
     events = [e["event"] for e in daemon.events()]
