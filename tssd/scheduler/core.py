@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from tssd.db.models import utcnow
 from tssd.db.store import RequestStore
 from tssd.errors import TssdError
 from tssd.metrics import Metrics
-from tssd.scheduler.choose import Chooser
+from tssd.scheduler.choose import Chooser, Plan
 from tssd.scheduler.cost import QueuePolicy, Verdict
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.intake import Intake
@@ -54,6 +55,10 @@ class Candidate:
     queues: frozenset[str] | None = None
     #: Estimated drive seconds of the session (cost model), 0 when unknown.
     service_s: float = 0.0
+
+
+def _recall(v: Verdict) -> Candidate:
+    return Candidate("recall", v.volume, v.priority, 0.0, v.queue, v.queues, v.service_s)
 
 
 class Scheduler:
@@ -245,39 +250,57 @@ class Scheduler:
         """Cost-model pass: rank tapes, fill free drives, ask for preemption if needed."""
         loop = asyncio.get_running_loop()
         begin = loop.time()
-        ranked = self.chooser.rank(self.reservations.volumes, self.mountable)
+        touched = self.reservations.drain_touched()
+        plan = self.chooser.plan(self.reservations.volumes, self.mountable, touched)
         self._ranked_at = loop.time()
         self._rank_took = self._ranked_at - begin
-        recalls = [
-            Candidate("recall", v.volume, v.priority, 0.0, v.queue, v.queues, v.service_s)
-            for v in ranked
-        ]
-        migrations = await self._migration_candidates() if self.drives.free() else []
-        if migrations and recalls:
-            writing = sum(1 for t in self._tasks if t.get_name().startswith("migrate:"))
-            migrations = migrations[: max(0, self.chooser.write_cap() - writing)]
-        per_queue = Counter(r.queue for r in self.chooser.running.values())
-        waiting: list[Verdict] = []
-        planned: list[tuple[Candidate, Verdict | None]] = list(zip(recalls, ranked, strict=True))
-        # Tapes already in a free drive, then migrations (within their share), then the rest.
-        split = sum(1 for _, v in planned if v is not None and not v.mount_s)
-        planned[split:split] = [(m, None) for m in migrations]
-        for candidate, verdict in planned:
-            if verdict is not None and not self._queue_room(candidate, per_queue):
-                continue
-            drive = self._pick_drive(candidate) if self.drives.free() else None
-            if drive is None:
-                if verdict is not None and self.drives.holding(candidate.target) is None:
-                    waiting.append(verdict)
-                continue
-            if candidate.purpose == "recall":
-                per_queue[candidate.queue] += 1
-            self._start(drive, candidate)
+        try:
+            waiting = await self._fill_drives(plan)
+        finally:
+            plan.close()
         self.chooser.waiting(frozenset(v.volume for v in waiting if v.priority > 0))
         tiers = self.runner.tiers
         for name in self.chooser.preempt(waiting, tiers.yielding, tiers.tier_of):
             log.info("session.preempt", drive=name, volume=self.chooser.running[name].volume)
             tiers.ask_yield(name)
+
+    async def _fill_drives(self, plan: Plan) -> list[Verdict]:
+        """Give free drives the plan's tapes in order, migrations after the tapes already
+        in a free drive (within their share); return the eligible tapes of priority above
+        0 left without a drive, best first. The walk stops at the last free drive: the
+        tapes after it would each get no drive, so only the urgent ones matter."""
+        recalls = iter(plan.walk)
+        head = list(itertools.islice(recalls, 1))
+        recalls = itertools.chain(head, recalls)
+        migrations = await self._migration_candidates() if self.drives.free() else []
+        if migrations and head:
+            writing = sum(1 for t in self._tasks if t.get_name().startswith("migrate:"))
+            migrations = migrations[: max(0, self.chooser.write_cap() - writing)]
+        per_queue = Counter(r.queue for r in self.chooser.running.values())
+        seen: set[str] = set()
+        planned = itertools.chain(
+            ((_recall(v), v) for v in itertools.islice(recalls, plan.mounted)),
+            ((m, None) for m in migrations),
+            ((_recall(v), v) for v in recalls),
+        )
+        for candidate, verdict in planned:
+            if not self.drives.free():
+                break
+            if verdict is not None:
+                seen.add(verdict.volume)
+                if not self._queue_room(candidate, per_queue):
+                    continue
+            drive = self._pick_drive(candidate)
+            if drive is None:
+                continue  # its tape is in a drive that is not free
+            if candidate.purpose == "recall":
+                per_queue[candidate.queue] += 1
+            self._start(drive, candidate)
+        return [
+            v
+            for v in plan.urgent_after(seen)
+            if self._queue_room(_recall(v), per_queue) and self.drives.holding(v.volume) is None
+        ]
 
     def _queue_room(self, candidate: Candidate, per_queue: Counter[str]) -> bool:
         limit = self.chooser.queues.get(candidate.queue, QueuePolicy()).max_drives

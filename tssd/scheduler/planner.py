@@ -141,6 +141,10 @@ class Planner:
         self._where: dict[int, TapeQueue] = {}
         #: Ids taken while a resync's query ran: its snapshot may still hold them.
         self._taken_during_resync: set[int] | None = None
+        #: Volumes whose queue changed, and whether the whole index was replaced, since
+        #: the ranking last looked (``ranking.py`` scores those tapes again).
+        self.changed: set[str] = set()
+        self.replaced = False
 
     def __len__(self) -> int:
         return len(self._where)
@@ -157,6 +161,7 @@ class Planner:
                 tape = self.tapes[entry.volume] = TapeQueue(entry.volume)
             tape.add(entry)
             self._where[entry.id] = tape
+            self.changed.add(entry.volume)
 
     def take(self, ids: Iterable[int]) -> list[Entry]:
         """Remove *ids* (claimed, finished or cancelled); return the entries removed."""
@@ -184,6 +189,7 @@ class Planner:
         known = {i: t.entries[i].arrived for i, t in self._where.items()}
         self.tapes.clear()
         self._where.clear()
+        self.replaced = True
         fresh = []
         for entry in entries:
             if entry.id in taken:
@@ -202,6 +208,7 @@ class Planner:
         self.tapes.clear()
         self.tapes.update(fresh.tapes)
         self._where = fresh._where
+        self.replaced = True
 
     def queues(self) -> Iterator[TapeQueue]:
         return iter(self.tapes.values())
@@ -211,6 +218,7 @@ class Planner:
         if tape is None:
             return None
         entry = tape.remove(request_id)
+        self.changed.add(tape.volume)
         if not tape.entries:
             del self.tapes[tape.volume]
         return entry
