@@ -155,6 +155,11 @@ class Chooser:
                     entry.arrived = known.arrived
             fresh.add(chunk)
             await asyncio.sleep(0)
+        # The aggregates replace() compares, computed a chunk of tapes per loop turn.
+        for i, tape in enumerate(fresh.tapes.values()):
+            tape.summary()
+            if i % 100 == 99:
+                await asyncio.sleep(0)
         self.planner.replace(fresh)
         # A million loaded entries made every full collection of the cyclic GC walk them
         # (0.3-0.8 s, stalling the decision of whichever pass allocated): the long-lived

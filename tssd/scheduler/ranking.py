@@ -7,8 +7,8 @@ decision latency at a million pending recalls (issue 22). :class:`Ranking` keeps
 tape's last verdict and scores a tape again only when one of those three can have changed
 its verdict:
 
-- its queue: the planner names the tapes it changed (``Planner.changed``), and a resync
-  that replaced the index re-scores every tape;
+- its queue: the planner names the tapes it changed (``Planner.changed``; after a
+  periodic resync, those whose aggregates differ from the index it replaced);
 - the time: each verdict carries the first moment at which a time-dependent term can
   flip (:func:`expires`: the aging bound, the fill wait, the end of an urgent batch, the
   next value band as the age raises the value, the day's mount budget);
