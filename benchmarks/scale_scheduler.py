@@ -24,9 +24,8 @@ import resource
 import statistics
 import time
 from datetime import UTC, datetime
-from typing import Any
-
 from types import SimpleNamespace
+from typing import Any
 
 from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings

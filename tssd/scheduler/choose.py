@@ -197,9 +197,7 @@ class Chooser:
             late=self.late, mountable=mountable, free=tuple(free),
         )  # fmt: skip
 
-    def plan(
-        self, busy: Set[str], mountable: Callable[[str], bool], touched: Set[str]
-    ) -> Plan:
+    def plan(self, busy: Set[str], mountable: Callable[[str], bool], touched: Set[str]) -> Plan:
         """The pass's eligible tapes (:class:`Plan`). *touched*: volumes reserved or
         released since the last pass (``Reservations.drain_touched``)."""
         if self.ranking.planner is not self.planner:  # replaced (tests)

@@ -151,9 +151,7 @@ class Ranking:
         scope = scope_of(ctx)
         changed = self.planner.changed
         self.planner.changed = set()
-        everything = (
-            self.planner.replaced or scope != self._scope or ctx.now < self._now
-        )
+        everything = self.planner.replaced or scope != self._scope or ctx.now < self._now
         self.planner.replaced = False
         busy = frozenset(busy)
         if everything:
@@ -257,4 +255,3 @@ def mounted_eligible(ranking: Ranking, ctx: Context, busy: Set[str],
         if v in ranking.keys and v not in busy and mountable(v)
         and not ranking.verdicts[v].mount_s
     )  # fmt: skip
-
