@@ -110,6 +110,7 @@ class Scheduler:
         self._freed: list[float] = []
         #: perf_counter() at the pass's start and after each of its steps (decision_slow).
         self._marks: dict[str, float] = {}
+        self._cpu0 = 0.0
         self._drive_freed = asyncio.Event()
         self.chooser = chooser
         #: The per-tape index of the cost model (``tssd`` policy), else None.
@@ -156,7 +157,7 @@ class Scheduler:
             # The drives freed before this pass began are the ones it decides about.
             freed, self._freed = self._freed, []
             self._drive_freed.clear()
-            self._marks = {"start": time.perf_counter()}
+            self._marks, self._cpu0 = {"start": time.perf_counter()}, time.thread_time()
             try:
                 await self.schedule_once(full=full)
             except TssdError as exc:
@@ -180,16 +181,19 @@ class Scheduler:
 
     def _log_slow(self, freed_at: float, done: float, full: bool) -> None:
         """Where a slow decision's time went: before its pass began (the pass running
-        when the drive freed up, the loop's other work), then each step of its pass."""
+        when the drive freed up, the loop's other work), then each step of its pass, and
+        the loop thread's CPU during the pass (much less than ``pass_ms``: the process
+        waited for a core)."""
         marks = sorted(self._marks.items(), key=lambda m: m[1])
         steps = {
             f"{step}_ms": round((at - before) * 1000, 1)
             for (_, before), (step, at) in itertools.pairwise(marks)
         }
-        log.info(
+        log.warning(
             "scheduler.decision_slow", seconds=round(done - freed_at, 3),
             before_pass_ms=round((marks[0][1] - freed_at) * 1000, 1),
             pass_ms=round((done - marks[0][1]) * 1000, 1), full=full,
+            cpu_ms=round((time.thread_time() - self._cpu0) * 1000, 1),
             scored=self.chooser.ranking.scored, **steps,
         )  # fmt: skip
 
