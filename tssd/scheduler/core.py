@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -30,6 +29,7 @@ from tssd.errors import TssdError
 from tssd.metrics import Metrics
 from tssd.scheduler.choose import Chooser, Plan
 from tssd.scheduler.cost import QueuePolicy, Verdict
+from tssd.scheduler.decisions import Decisions
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.intake import Intake
 from tssd.scheduler.planner import Planner
@@ -40,9 +40,6 @@ from tssd.scheduler.sessions import SessionRunner
 log = structlog.get_logger()
 #: Notifier kinds that mean only "new requests arrived" (see Scheduler._batch_submissions).
 _SUBMITTED = frozenset({"recall", "migrate", "remove"})
-#: A decision slower than this is logged with where its pass spent the time
-#: (``scheduler.decision_slow``): the goal at a million pending is 50 ms at p99 (issue 22).
-DECISION_SLOW_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -106,11 +103,13 @@ class Scheduler:
         self.sessions_started: Counter[str] = Counter()
         #: Queues an operator paused: none of their recalls or migrations starts.
         self._paused: frozenset[str] = frozenset()
-        #: perf_counter() of each drive freed since the last pass began (decision metric).
-        self._freed: list[float] = []
-        #: perf_counter() at the pass's start and after each of its steps (decision_slow).
-        self._marks: dict[str, float] = {}
-        self._cpu0 = 0.0
+        #: Freed drives and the pass deciding them (the decision metric).
+        self.decisions = Decisions(metrics.schedule_decision_seconds)
+        #: Whether the last locate found recalls: if not, only new or requeued ones (or a
+        #: full pass) make the next pass ask the database again (issue 22).
+        self._locate_again = True
+        #: Clock time the periodic pass last armed the migration query (_arm_migrations).
+        self._armed_at = float("-inf")
         self._drive_freed = asyncio.Event()
         self.chooser = chooser
         #: The per-tape index of the cost model (``tssd`` policy), else None.
@@ -154,21 +153,15 @@ class Scheduler:
             # give the same report for the same seed.
             started = loop.time()
             work.clear()
-            # The drives freed before this pass began are the ones it decides about.
-            freed, self._freed = self._freed, []
+            self.decisions.pass_begins()
             self._drive_freed.clear()
-            self._marks, self._cpu0 = {"start": time.perf_counter()}, time.thread_time()
             try:
                 await self.schedule_once(full=full)
             except TssdError as exc:
                 log.warning("scheduler.pass_failed", error=str(exc))
             except Exception:
                 log.exception("scheduler.pass_crashed")
-            done = time.perf_counter()
-            for at in freed:
-                self.metrics.schedule_decision_seconds.observe(done - at)
-            if freed and done - min(freed) > DECISION_SLOW_S:
-                self._log_slow(min(freed), done, full)
+            self.decisions.pass_ends(full=full, scored=self.chooser.ranking.scored)
             try:
                 await asyncio.wait_for(work.wait(), timeout=self.settings.tick_s)
                 full = False
@@ -176,26 +169,16 @@ class Scheduler:
                 # The periodic pass looks at everything, whoever changed the database.
                 full = True
 
-    def _mark(self, step: str) -> None:
-        self._marks[step] = time.perf_counter()
-
-    def _log_slow(self, freed_at: float, done: float, full: bool) -> None:
-        """Where a slow decision's time went: before its pass began (the pass running
-        when the drive freed up, the loop's other work), then each step of its pass, and
-        the loop thread's CPU during the pass (much less than ``pass_ms``: the process
-        waited for a core)."""
-        marks = sorted(self._marks.items(), key=lambda m: m[1])
-        steps = {
-            f"{step}_ms": round((at - before) * 1000, 1)
-            for (_, before), (step, at) in itertools.pairwise(marks)
-        }
-        log.warning(
-            "scheduler.decision_slow", seconds=round(done - freed_at, 3),
-            before_pass_ms=round((marks[0][1] - freed_at) * 1000, 1),
-            pass_ms=round((done - marks[0][1]) * 1000, 1), full=full,
-            cpu_ms=round((time.thread_time() - self._cpu0) * 1000, 1),
-            scored=self.chooser.ranking.scored, **steps,
-        )  # fmt: skip
+    def _arm_migrations(self, kinds: set[str]) -> None:
+        """Have the next pass with a free drive ask for migration groups: after new or
+        requeued work or a queue change, and on a periodic pass at most every
+        ``resync_s`` (others' writes). Asked on every periodic pass, the query was on the
+        decision path of nearly every freed drive (issue 22); an empty answer is only
+        stale after one of those, and groups found keep it armed until served."""
+        now = self.drives.clock.now()
+        if kinds & {"migrate", "queues", "any"} or now - self._armed_at >= self.settings.resync_s:
+            self._migrations_waiting = True
+            self._armed_at = now
 
     async def _batch_submissions(self, last_start: float, full: bool) -> None:
         """Woken only by new requests soon after the last pass: let more of them arrive.
@@ -206,7 +189,7 @@ class Scheduler:
         """
         wait = self.settings.submit_batch_s - (asyncio.get_running_loop().time() - last_start)
         kinds = self.store.notifier.kinds
-        if full or wait <= 0 or self._freed or not kinds or not kinds <= _SUBMITTED:
+        if full or wait <= 0 or self.decisions.freed or not kinds or not kinds <= _SUBMITTED:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._drive_freed.wait(), timeout=wait)
@@ -231,41 +214,55 @@ class Scheduler:
         if full or "queues" in kinds:
             self._paused = await self.store.queue_settings.paused()
             self.runner.pause(self._paused)
-        self._mark("queues")
+        self.decisions.mark("queues")
         if full or "remove" in kinds:
             await self.intake.removals()
-        self._mark("removals")
+        self.decisions.mark("removals")
         if full or "migrate" in kinds or "queues" in kinds:
-            self._migrations_waiting = True
+            self._arm_migrations(kinds)
             for request, copy in await self.intake.migrations_on_tape(self._paused):
                 claimed = await self.store.scheduling.claim_ids([request.id])
                 if claimed:
                     await self.runner.complete_migration(claimed[0], copy)
         # Locate everything queued before choosing: a tape started on a partial view of
         # its queue reads sparsely and leaves files behind the head for another mount.
-        self._mark("migrations")
-        while await self.intake.locate_recalls(self.reservations.volumes) >= self.intake.batch:
-            pass
-        self._mark("locate")
+        self.decisions.mark("migrations")
+        if full or "recall" in kinds or self._locate_again:
+            await self._locate()
+        self.decisions.mark("locate")
         if self._stopping.is_set():
             return
         if self.planner is not None:
             # An operator's `tssctl queues set` must hold or release work at once.
             await self.chooser.refresh(full=full or "queues" in kinds)
-            self._mark("refresh")
+            self.decisions.mark("refresh")
             if self._rank_now():
+                self.decisions.deciding()
                 await self._assign_planned()
         elif self.drives.free():
+            self.decisions.deciding()
             # The candidate queries scan the queue: only worth it when a drive can take work.
             for candidate in await self._candidates():
                 drive = self._pick_drive(candidate)
                 if drive is not None:
                     self._start(drive, candidate)
-        self._mark("assign")
+        self.decisions.mark("assign")
         await self._dismount_idle()
-        self._mark("dismount")
+        self.decisions.mark("dismount")
         await self._update_pending()
-        self._mark("pending")
+        self.decisions.mark("pending")
+
+    async def _locate(self) -> None:
+        """Locate queued recalls until a call finds fewer than a batch. Recalls without a
+        tape copy appear only by submission (kind ``recall``) or requeue (``any``): when
+        the last call found none, the passes between ask nothing (issue 22: the query
+        was on every freed drive's decision path)."""
+        self._locate_again = True
+        while (found := await self.intake.locate_recalls(self.reservations.volumes)) >= (
+            self.intake.batch
+        ):
+            pass
+        self._locate_again = found > 0
 
     async def _candidates(self) -> list[Candidate]:
         found = await self._recall_candidates() + await self._migration_candidates()
@@ -292,7 +289,7 @@ class Scheduler:
         plan = self.chooser.plan(self.reservations.volumes, self.mountable, touched)
         self._ranked_at = loop.time()
         self._rank_took = self._ranked_at - begin
-        self._mark("rank")
+        self.decisions.mark("rank")
         try:
             waiting = await self._fill_drives(plan)
         finally:
@@ -444,7 +441,7 @@ class Scheduler:
             if held is not None:
                 self.reservations.release_volume(held)
             self.drives.vacate(drive, idle_since=self.drives.clock.now())
-            self._freed.append(time.perf_counter())
+            self.decisions.drive_freed()
             self._drive_freed.set()
             self.drives.update_gauge()
             self.store.notifier.work.set()
