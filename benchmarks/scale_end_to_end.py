@@ -561,12 +561,30 @@ def at_full(d: Daemon, report: dict[str, Any], decide_s: float) -> None:
     d.tssctl("queues", "set", "default", "--resume")
     time.sleep(decide_s)
     report["decision"] = decision(d)
+    report["slow_decisions"] = slow_decisions(d)
     report["load_average"]["decision"] = os.getloadavg()
     report["rss_mb_reading"] = round(d.rss_mb())
     progress(f"decision {report['decision']}")
     report["load_average"]["shutdown"] = os.getloadavg()
     report["shutdown"] = d.stop_timed()
     progress(f"shutdown {report['shutdown']}")
+
+
+def slow_decisions(d: Daemon, keep: int = 10) -> dict[str, Any]:
+    """The daemon's ``scheduler.decision_slow`` events: how many, and the slowest with
+    where their time went (before the pass began, each step of the pass)."""
+    events = []
+    for line in (d.root / f"tssd-{d.starts}.log").read_text().splitlines():
+        if "scheduler.decision_slow" in line:
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue
+    events.sort(key=lambda e: -float(e.get("seconds", 0)))
+    for e in events:
+        for drop in ("event", "level", "logger"):
+            e.pop(drop, None)
+    return {"count": len(events), "slowest": events[:keep]}
 
 
 def main() -> None:

@@ -4,8 +4,12 @@ Usage: python benchmarks/scale_scheduler.py [--pending N] [--tapes N] [--pg URL]
 
 Measures, in one process:
 - add: planner.add of every pending recall, one at a time (amortised cost per request);
-- choose-next: one ranking of every tape by the cost model (what a scheduling pass does
-  when a drive frees up), median of 20;
+- choose-next: one ranking of every tape by the cost model (what a scheduling pass did
+  when a drive freed up), median of 20;
+- decide: what a pass does now (``Chooser.plan``, the incremental ranking of
+  ``ranking.py``) when a drive frees up: the session that ended claimed its tape's
+  recalls, new requests came for a few tapes, the clock moved; the best tape is taken
+  (median and max of 200 decisions, after the first, which scores every tape);
 - RSS of the process holding the index;
 - with --pg: restart to ready on PostgreSQL: the rows are written to a fresh database
   (COPY), then the time to load the planner from it as ``tssd serve`` does at start.
@@ -20,12 +24,16 @@ import resource
 import statistics
 import time
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings
+from tssd.scheduler.choose import Chooser
 from tssd.scheduler.cost import Context, evaluate
+from tssd.scheduler.drives import DriveState
 from tssd.scheduler.planner import Entry, Planner
+from tssd.scheduler.queues import MountLedger
 
 
 def entries(pending: int, tapes: int, seed: int = 1) -> list[Entry]:
@@ -50,6 +58,42 @@ def choose_next(planner: Planner, settings: SchedulerSettings) -> tuple[float, f
     )
     assert ranked
     return time.perf_counter() - started, time.process_time() - cpu
+
+
+def decide(planner: Planner, settings: SchedulerSettings, tapes: int) -> dict[str, float]:
+    """CPU per decision of the incremental ranking (module docstring)."""
+    clock = SimpleNamespace(t=7200.0)
+    clock.now = lambda: clock.t
+    free = [DriveState("d0")]
+    drives = SimpleNamespace(drives={"d0": free[0]}, free=lambda: free, ledger=MountLedger())
+    chooser = Chooser(settings, None, None, drives, LTO9, clock, planner=planner)  # type: ignore[arg-type]
+    rng = random.Random(2)
+    next_id = len(planner) + 1
+    first = time.process_time()
+    chooser.plan((), lambda _v: True, ()).close()
+    first = time.process_time() - first
+    cpus, scored = [], []
+    for _ in range(200):
+        cpu = time.process_time()
+        plan = chooser.plan((), lambda _v: True, ())
+        best = next(iter(plan.walk))
+        plan.close()
+        cpus.append(time.process_time() - cpu)
+        scored.append(chooser.ranking.scored)
+        # Between two decisions: the chosen tape's session claims its recalls, ten new
+        # requests arrive for random tapes, ten seconds pass.
+        planner.take(list(planner.tapes[best.volume].entries))
+        planner.add(
+            Entry(next_id + k, f"V{rng.randrange(tapes):05d}", rng.randrange(1, 20_000),
+                  rng.randrange(10**8, 4 * 10**9), 0, "default", clock.t)
+            for k in range(10)
+        )  # fmt: skip
+        next_id += 10
+        clock.t += 10.0
+    return {"decide_first_cpu_ms": round(first * 1000, 1),
+            "decide_cpu_ms": round(statistics.median(cpus) * 1000, 2),
+            "decide_max_cpu_ms": round(max(cpus) * 1000, 2),
+            "decide_scored_median": statistics.median(scored)}  # fmt: skip
 
 
 def rss_mb() -> float:
@@ -116,6 +160,7 @@ def main() -> None:
         "choose_next_cpu_ms": round(statistics.median(cpus) * 1000, 1),
         "choose_next_max_ms": round(max(walls) * 1000, 1), "rss_mb": round(rss_mb()),
     }  # fmt: skip
+    result |= decide(planner, settings, args.tapes)
     taken = [e.id for e in rows[: len(rows) // 10]]
     started = time.perf_counter()
     planner.take(taken)

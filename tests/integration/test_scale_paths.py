@@ -167,7 +167,7 @@ async def test_passes_for_new_requests_are_batched_but_a_freed_drive_is_not_held
                 notifier.work.set()
                 await asyncio.sleep(0.01)
             assert passes == [True]  # they wait for the batch, not a pass each
-            scheduler._freed.append(0.0)  # a drive freed: decided at once
+            scheduler.decisions.freed.append(0.0)  # a drive freed: decided at once
             scheduler._drive_freed.set()
             await _until(lambda: len(passes) == 2)
             assert passes == [True, False]

@@ -11,7 +11,7 @@ import gc
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import structlog
 
@@ -30,6 +30,7 @@ from tssd.scheduler.cost import (
 from tssd.scheduler.drives import DriveManager
 from tssd.scheduler.planner import Planner
 from tssd.scheduler.queues import load_pending, load_queues
+from tssd.scheduler.ranking import Ranking, exact_for, mounted_eligible
 from tssd.tape.geometry import Profile
 
 log = structlog.get_logger()
@@ -45,6 +46,31 @@ class Running:
     queue: str
     priority: int
     until: float  # estimated end (clock seconds)
+
+
+@dataclass
+class Plan:
+    """A pass's eligible tapes: what ``Scheduler._assign_planned`` gives drives.
+
+    ``walk`` yields them best first (lazily: a pass with one free drive takes one or two);
+    ``mounted`` counts those sitting in a free drive (migrations go in line after them);
+    ``urgent_after(seen)`` gives, best first, those of priority above 0 the pass did not
+    reach (its waiting list: preemption and ``urgent_late``); ``close`` ends the walk.
+    """
+
+    walk: Iterable[Verdict]
+    mounted: int
+    urgent_after: Callable[[Set[str]], list[Verdict]]
+    close: Callable[[], None] = lambda: None
+
+    @classmethod
+    def of(cls, ranked: list[Verdict]) -> Plan:
+        """The plan of a full ranking."""
+        urgent = [v for v in ranked if v.priority > 0]
+        return cls(
+            ranked, sum(1 for v in ranked if not v.mount_s),
+            lambda seen: [v for v in urgent if v.volume not in seen],
+        )  # fmt: skip
 
 
 @dataclass
@@ -64,9 +90,16 @@ class Chooser:
     queues: dict[str, QueuePolicy] = field(default_factory=dict)
     #: Recall sessions by drive name.
     running: dict[str, Running] = field(default_factory=dict)
-    #: Last pass: every tape's verdict, and the estimated start of eligible ones.
+    #: Last pass: every tape's verdict (and ``starts``: the estimated start of eligible ones).
     verdicts: dict[str, Verdict] = field(default_factory=dict)
-    starts: dict[str, float] = field(default_factory=dict)
+    _starts: dict[str, float] | None = field(default_factory=dict, repr=False)
+    #: What ``starts`` is computed from after an incremental pass: its busy volumes, the
+    #: mountable test and the drives' free times then.
+    _starts_from: tuple[frozenset[str], Callable[[str], bool], tuple[float, ...]] = field(
+        default=(frozenset(), lambda _: True, ()), repr=False
+    )
+    #: Rank incrementally (``ranking.py``) where that gives the full ranking's order.
+    incremental: bool = True
     resynced_at: float = float("-inf")
     #: Last pass: tapes of due higher-priority requests that found no free drive.
     urgent_waiting: frozenset[str] = frozenset()
@@ -74,6 +107,20 @@ class Chooser:
     late: frozenset[str] = frozenset()
     #: The periodic resync running in the background (refresh), if any.
     _resync: asyncio.Task[None] | None = field(default=None, repr=False)
+    ranking: Ranking = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.ranking = Ranking(self.planner)
+
+    @property
+    def starts(self) -> dict[str, float]:
+        """Estimated start of each eligible tape as of the last pass (list scheduling);
+        after an incremental pass computed when first read (the ranking's keys do not
+        change between passes)."""
+        if self._starts is None:
+            busy, mountable, free_at = self._starts_from
+            self._starts = plan_starts(self.ranking.ordered(busy, mountable), list(free_at))
+        return self._starts
 
     def targets(self) -> dict[str, float]:
         """Latency target of each queue that has one."""
@@ -108,6 +155,11 @@ class Chooser:
                     entry.arrived = known.arrived
             fresh.add(chunk)
             await asyncio.sleep(0)
+        # The aggregates replace() compares, computed a chunk of tapes per loop turn.
+        for i, tape in enumerate(fresh.tapes.values()):
+            tape.summary()
+            if i % 100 == 99:
+                await asyncio.sleep(0)
         self.planner.replace(fresh)
         # A million loaded entries made every full collection of the cyclic GC walk them
         # (0.3-0.8 s, stalling the decision of whichever pass allocated): the long-lived
@@ -142,18 +194,46 @@ class Chooser:
             # Retried by the next full pass (resynced_at is unchanged).
             log.warning("planner.resync_failed", error=str(task.exception()))
 
-    def rank(self, busy: Iterable[str], mountable: Callable[[str], bool]) -> list[Verdict]:
-        """Eligible tapes, best first; verdicts of all tapes kept for explain."""
+    def _context(self, mountable: Callable[[str], bool]) -> Context:
         now = self.clock.now()
         free = self.drives.free()
-        ctx = Context(
+        return Context(
             now=now, settings=self.settings, profile=self.profile, queues=self.queues,
             mounted=frozenset(d.volume for d in free if d.volume),
             queue_drives=Counter(r.queue for r in self.running.values()),
             mounts_today=lambda v: self.drives.ledger.count(v, now),
-            starts=self.starts, targets=self.targets(), late=self.late,
-            mountable=mountable, free=tuple(free),
+            starts=self.starts if self.targets() else {}, targets=self.targets(),
+            late=self.late, mountable=mountable, free=tuple(free),
         )  # fmt: skip
+
+    def plan(self, busy: Set[str], mountable: Callable[[str], bool], touched: Set[str]) -> Plan:
+        """The pass's eligible tapes (:class:`Plan`). *touched*: volumes reserved or
+        released since the last pass (``Reservations.drain_touched``)."""
+        if self.ranking.planner is not self.planner:  # replaced (tests)
+            self.ranking = Ranking(self.planner)
+        ctx = self._context(lambda _: True)
+        if not (self.incremental and exact_for(ctx)):
+            self.ranking.invalidate()
+            return Plan.of(self.rank(busy, mountable))
+        ledger, now = self.drives.ledger, ctx.now
+        touched = set(touched) | ledger.recorded
+        ledger.recorded = set()
+        budget = self.settings.mount_budget_per_day
+        self.ranking.refresh(ctx, busy, touched, lambda v: ledger.free_at(v, now, budget))
+        self.verdicts = self.ranking.verdicts
+        self.late = frozenset()
+        busy = frozenset(busy)
+        self._starts, self._starts_from = None, (busy, mountable, tuple(self._free_at(now)))
+        walk = self.ranking.walk(busy, mountable)
+        return Plan(
+            walk, mounted_eligible(self.ranking, ctx, busy, mountable),
+            lambda seen: self.ranking.urgent_after(seen, busy, mountable), walk.close,
+        )  # fmt: skip
+
+    def rank(self, busy: Iterable[str], mountable: Callable[[str], bool]) -> list[Verdict]:
+        """Eligible tapes, best first, every tape scored; verdicts of all kept for explain
+        (the full ranking: :meth:`plan` uses it where the incremental one is not exact)."""
+        ctx = replace(self._context(mountable), starts=self.starts)
         busy = set(busy)
         verdicts = {}
         for tape in self.planner.queues():
@@ -163,24 +243,15 @@ class Chooser:
         self.verdicts = verdicts
         self.late = frozenset(v.volume for v in verdicts.values() if v.late)
         eligible = sorted((v for v in verdicts.values() if not v.rule), key=lambda v: v.key)
-        self.starts = self._plan_starts(eligible, now)
+        self._starts = plan_starts(eligible, self._free_at(ctx.now))
         return eligible
 
-    def _plan_starts(self, eligible: list[Verdict], now: float) -> dict[str, float]:
-        """Estimated start of each eligible tape: list scheduling on the drives."""
+    def _free_at(self, now: float) -> list[float]:
+        """When each enabled drive is free, soonest first (for :func:`plan_starts`)."""
         enabled = [d for d in self.drives.drives.values() if d.enabled]
-        free_at = sorted(
+        return sorted(
             max(now, self.running[d.name].until) if d.name in self.running else now for d in enabled
         )
-        if not free_at:
-            return {}
-        starts = {}
-        for verdict in eligible:
-            start = free_at[0]
-            starts[verdict.volume] = start
-            free_at[0] = start + verdict.service_s
-            free_at.sort()
-        return starts
 
     def started(self, drive: str, verdict_volume: str, queue: str, priority: int,
                 service_s: float) -> None:  # fmt: skip
@@ -240,3 +311,17 @@ class Chooser:
         """Drives migrations may hold while recalls wait."""
         enabled = sum(1 for d in self.drives.drives.values() if d.enabled)
         return max(1, math.ceil(self.settings.write_share * enabled))
+
+
+def plan_starts(eligible: Iterable[Verdict], free_at: list[float]) -> dict[str, float]:
+    """Estimated start of each eligible tape: list scheduling on drives free at *free_at*
+    (sorted; consumed)."""
+    if not free_at:
+        return {}
+    starts = {}
+    for verdict in eligible:
+        start = free_at[0]
+        starts[verdict.volume] = start
+        free_at[0] = start + verdict.service_s
+        free_at.sort()
+    return starts

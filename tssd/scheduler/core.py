@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
+import itertools
 from collections import Counter
 from dataclasses import dataclass
 
@@ -27,8 +27,9 @@ from tssd.db.models import utcnow
 from tssd.db.store import RequestStore
 from tssd.errors import TssdError
 from tssd.metrics import Metrics
-from tssd.scheduler.choose import Chooser
+from tssd.scheduler.choose import Chooser, Plan
 from tssd.scheduler.cost import QueuePolicy, Verdict
+from tssd.scheduler.decisions import Decisions
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.intake import Intake
 from tssd.scheduler.planner import Planner
@@ -54,6 +55,10 @@ class Candidate:
     queues: frozenset[str] | None = None
     #: Estimated drive seconds of the session (cost model), 0 when unknown.
     service_s: float = 0.0
+
+
+def _recall(v: Verdict) -> Candidate:
+    return Candidate("recall", v.volume, v.priority, 0.0, v.queue, v.queues, v.service_s)
 
 
 class Scheduler:
@@ -98,8 +103,13 @@ class Scheduler:
         self.sessions_started: Counter[str] = Counter()
         #: Queues an operator paused: none of their recalls or migrations starts.
         self._paused: frozenset[str] = frozenset()
-        #: perf_counter() of each drive freed since the last pass began (decision metric).
-        self._freed: list[float] = []
+        #: Freed drives and the pass deciding them (the decision metric).
+        self.decisions = Decisions(metrics.schedule_decision_seconds)
+        #: Whether the last locate found recalls: if not, only new or requeued ones (or a
+        #: full pass) make the next pass ask the database again (issue 22).
+        self._locate_again = True
+        #: Clock time the periodic pass last armed the migration query (_arm_migrations).
+        self._armed_at = float("-inf")
         self._drive_freed = asyncio.Event()
         self.chooser = chooser
         #: The per-tape index of the cost model (``tssd`` policy), else None.
@@ -143,8 +153,7 @@ class Scheduler:
             # give the same report for the same seed.
             started = loop.time()
             work.clear()
-            # The drives freed before this pass began are the ones it decides about.
-            freed, self._freed = self._freed, []
+            self.decisions.pass_begins()
             self._drive_freed.clear()
             try:
                 await self.schedule_once(full=full)
@@ -152,15 +161,24 @@ class Scheduler:
                 log.warning("scheduler.pass_failed", error=str(exc))
             except Exception:
                 log.exception("scheduler.pass_crashed")
-            done = time.perf_counter()
-            for at in freed:
-                self.metrics.schedule_decision_seconds.observe(done - at)
+            self.decisions.pass_ends(full=full, scored=self.chooser.ranking.scored)
             try:
                 await asyncio.wait_for(work.wait(), timeout=self.settings.tick_s)
                 full = False
             except TimeoutError:
                 # The periodic pass looks at everything, whoever changed the database.
                 full = True
+
+    def _arm_migrations(self, kinds: set[str]) -> None:
+        """Have the next pass with a free drive ask for migration groups: after new or
+        requeued work or a queue change, and on a periodic pass at most every
+        ``resync_s`` (others' writes). Asked on every periodic pass, the query was on the
+        decision path of nearly every freed drive (issue 22); an empty answer is only
+        stale after one of those, and groups found keep it armed until served."""
+        now = self.drives.clock.now()
+        if kinds & {"migrate", "queues", "any"} or now - self._armed_at >= self.settings.resync_s:
+            self._migrations_waiting = True
+            self._armed_at = now
 
     async def _batch_submissions(self, last_start: float, full: bool) -> None:
         """Woken only by new requests soon after the last pass: let more of them arrive.
@@ -171,7 +189,7 @@ class Scheduler:
         """
         wait = self.settings.submit_batch_s - (asyncio.get_running_loop().time() - last_start)
         kinds = self.store.notifier.kinds
-        if full or wait <= 0 or self._freed or not kinds or not kinds <= _SUBMITTED:
+        if full or wait <= 0 or self.decisions.freed or not kinds or not kinds <= _SUBMITTED:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._drive_freed.wait(), timeout=wait)
@@ -197,33 +215,55 @@ class Scheduler:
         if full or "queues" in kinds:
             self._paused = await self.store.queue_settings.paused()
             self.runner.pause(self._paused)
+        self.decisions.mark("queues")
         if full or "remove" in kinds:
             await self.intake.removals()
+        self.decisions.mark("removals")
         if full or "migrate" in kinds or "queues" in kinds:
-            self._migrations_waiting = True
+            self._arm_migrations(kinds)
             for request, copy in await self.intake.migrations_on_tape(self._paused):
                 claimed = await self.store.scheduling.claim_ids([request.id])
                 if claimed:
                     await self.runner.complete_migration(claimed[0], copy)
         # Locate everything queued before choosing: a tape started on a partial view of
         # its queue reads sparsely and leaves files behind the head for another mount.
-        while await self.intake.locate_recalls(self.reservations.volumes) >= self.intake.batch:
-            pass
+        self.decisions.mark("migrations")
+        if full or "recall" in kinds or self._locate_again:
+            await self._locate()
+        self.decisions.mark("locate")
         if self._stopping.is_set():
             return
         if self.planner is not None:
             # An operator's `tssctl queues set` must hold or release work at once.
             await self.chooser.refresh(full=full or "queues" in kinds)
+            self.decisions.mark("refresh")
             if self._rank_now():
+                self.decisions.deciding()
                 await self._assign_planned()
         elif self.drives.free():
+            self.decisions.deciding()
             # The candidate queries scan the queue: only worth it when a drive can take work.
             for candidate in await self._candidates():
                 drive = self._pick_drive(candidate)
                 if drive is not None:
                     self._start(drive, candidate)
+        self.decisions.mark("assign")
         await self._dismount_idle()
+        self.decisions.mark("dismount")
         await self._update_pending()
+        self.decisions.mark("pending")
+
+    async def _locate(self) -> None:
+        """Locate queued recalls until a call finds fewer than a batch. Recalls without a
+        tape copy appear only by submission (kind ``recall``) or requeue (``any``): when
+        the last call found none, the passes between ask nothing (issue 22: the query
+        was on every freed drive's decision path)."""
+        self._locate_again = True
+        while (found := await self.intake.locate_recalls(self.reservations.volumes)) >= (
+            self.intake.batch
+        ):
+            pass
+        self._locate_again = found > 0
 
     async def _candidates(self) -> list[Candidate]:
         found = await self._recall_candidates() + await self._migration_candidates()
@@ -246,39 +286,58 @@ class Scheduler:
         """Cost-model pass: rank tapes, fill free drives, ask for preemption if needed."""
         loop = asyncio.get_running_loop()
         begin = loop.time()
-        ranked = self.chooser.rank(self.reservations.volumes, self.mountable)
+        touched = self.reservations.drain_touched()
+        plan = self.chooser.plan(self.reservations.volumes, self.mountable, touched)
         self._ranked_at = loop.time()
         self._rank_took = self._ranked_at - begin
-        recalls = [
-            Candidate("recall", v.volume, v.priority, 0.0, v.queue, v.queues, v.service_s)
-            for v in ranked
-        ]
-        migrations = await self._migration_candidates() if self.drives.free() else []
-        if migrations and recalls:
-            writing = sum(1 for t in self._tasks if t.get_name().startswith("migrate:"))
-            migrations = migrations[: max(0, self.chooser.write_cap() - writing)]
-        per_queue = Counter(r.queue for r in self.chooser.running.values())
-        waiting: list[Verdict] = []
-        planned: list[tuple[Candidate, Verdict | None]] = list(zip(recalls, ranked, strict=True))
-        # Tapes already in a free drive, then migrations (within their share), then the rest.
-        split = sum(1 for _, v in planned if v is not None and not v.mount_s)
-        planned[split:split] = [(m, None) for m in migrations]
-        for candidate, verdict in planned:
-            if verdict is not None and not self._queue_room(candidate, per_queue):
-                continue
-            drive = self._pick_drive(candidate) if self.drives.free() else None
-            if drive is None:
-                if verdict is not None and self.drives.holding(candidate.target) is None:
-                    waiting.append(verdict)
-                continue
-            if candidate.purpose == "recall":
-                per_queue[candidate.queue] += 1
-            self._start(drive, candidate)
+        self.decisions.mark("rank")
+        try:
+            waiting = await self._fill_drives(plan)
+        finally:
+            plan.close()
         self.chooser.waiting(frozenset(v.volume for v in waiting if v.priority > 0))
         tiers = self.runner.tiers
         for name in self.chooser.preempt(waiting, tiers.yielding, tiers.tier_of):
             log.info("session.preempt", drive=name, volume=self.chooser.running[name].volume)
             tiers.ask_yield(name)
+
+    async def _fill_drives(self, plan: Plan) -> list[Verdict]:
+        """Give free drives the plan's tapes in order, migrations after the tapes already
+        in a free drive (within their share); return the eligible tapes of priority above
+        0 left without a drive, best first. The walk stops at the last free drive: the
+        tapes after it would each get no drive, so only the urgent ones matter."""
+        recalls = iter(plan.walk)
+        head = list(itertools.islice(recalls, 1))
+        recalls = itertools.chain(head, recalls)
+        migrations = await self._migration_candidates() if self.drives.free() else []
+        if migrations and head:
+            writing = sum(1 for t in self._tasks if t.get_name().startswith("migrate:"))
+            migrations = migrations[: max(0, self.chooser.write_cap() - writing)]
+        per_queue = Counter(r.queue for r in self.chooser.running.values())
+        seen: set[str] = set()
+        planned = itertools.chain(
+            ((_recall(v), v) for v in itertools.islice(recalls, plan.mounted)),
+            ((m, None) for m in migrations),
+            ((_recall(v), v) for v in recalls),
+        )
+        for candidate, verdict in planned:
+            if not self.drives.free():
+                break
+            if verdict is not None:
+                seen.add(verdict.volume)
+                if not self._queue_room(candidate, per_queue):
+                    continue
+            drive = self._pick_drive(candidate)
+            if drive is None:
+                continue  # its tape is in a drive that is not free
+            if candidate.purpose == "recall":
+                per_queue[candidate.queue] += 1
+            self._start(drive, candidate)
+        return [
+            v
+            for v in plan.urgent_after(seen)
+            if self._queue_room(_recall(v), per_queue) and self.drives.holding(v.volume) is None
+        ]
 
     def _queue_room(self, candidate: Candidate, per_queue: Counter[str]) -> bool:
         limit = self.chooser.queues.get(candidate.queue, QueuePolicy()).max_drives
@@ -383,7 +442,7 @@ class Scheduler:
             if held is not None:
                 self.reservations.release_volume(held)
             self.drives.vacate(drive, idle_since=self.drives.clock.now())
-            self._freed.append(time.perf_counter())
+            self.decisions.drive_freed()
             self._drive_freed.set()
             self.drives.update_gauge()
             self.store.notifier.work.set()

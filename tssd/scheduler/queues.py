@@ -47,9 +47,12 @@ class MountLedger:
 
     def __init__(self) -> None:
         self._times: dict[str, deque[float]] = {}
+        #: Volumes mounted since the ranking last looked (their budget may be used up).
+        self.recorded: set[str] = set()
 
     def record(self, volume: str, at: float) -> None:
         self._times.setdefault(volume, deque()).append(at)
+        self.recorded.add(volume)
 
     def count(self, volume: str, now: float) -> int:
         times = self._times.get(volume)

@@ -22,6 +22,13 @@ class Reservations:
     def __init__(self) -> None:
         self._volumes: set[str] = set()
         self._classes: set[str] = set()
+        #: Volumes reserved or released since :meth:`drain_touched` (the ranking scores
+        #: their tapes again: a reserved tape is not ranked, a released one is again).
+        self._touched: set[str] = set()
+
+    def drain_touched(self) -> set[str]:
+        touched, self._touched = self._touched, set()
+        return touched
 
     @property
     def volumes(self) -> Set[str]:
@@ -36,9 +43,11 @@ class Reservations:
 
     def hold_volume(self, volume: str) -> None:
         self._volumes.add(volume)
+        self._touched.add(volume)
 
     def release_volume(self, volume: str) -> None:
         self._volumes.discard(volume)
+        self._touched.add(volume)
 
     def hold_class(self, storage_class: str) -> None:
         self._classes.add(storage_class)
