@@ -1,0 +1,154 @@
+"""The claim statements in core SQL, each built once per shape and bound per call.
+
+A claim is one statement, ``WITH chosen AS MATERIALIZED (SELECT id ... ORDER BY ...
+LIMIT :n) UPDATE requests ... WHERE id IN (SELECT id FROM chosen) RETURNING *``: the
+chosen queued requests become active and come back at once (``FOR UPDATE SKIP LOCKED``
+in the CTE on PostgreSQL, so that daemons sharing a database skip each other's rows). Statements are cached by their shape
+(queues, paused queues, held prefixes, which bounds apply), with the volume, the bounds,
+the limit and the drive as bound parameters: SQLAlchemy then compiles each shape once
+and reuses its cache key, where building the statement anew cost more CPU than running
+it (fifo claims once per file: issue 18 point 7).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, Integer, Select, Update, bindparam, inspect, not_, or_, select
+
+from tssd.db.events import REQUESTS
+from tssd.db.models import Request
+from tssd.domain import Kind, State
+
+C = REQUESTS.c
+#: The attribute of :class:`Request` for each column of the table, in column order.
+_ATTRS = tuple(inspect(Request).get_property_by_column(c).key for c in REQUESTS.c)
+
+#: Sort keys of the returned rows (RETURNING keeps no order): the subquery's ORDER BY.
+BY_POSITION = "position"
+BY_ARRIVAL = "arrival"
+BY_PRIORITY = "priority"
+
+
+def as_requests(rows: Iterable[Sequence[Any]]) -> list[Request]:
+    """Detached :class:`Request` snapshots of rows selected as ``REQUESTS.c`` (in order)."""
+    return [Request(**dict(zip(_ATTRS, row, strict=True))) for row in rows]
+
+
+def in_order(requests: list[Request], order: str) -> list[Request]:
+    """*requests* in the claim's *order* (that of the subquery that chose them)."""
+    if order == BY_POSITION:
+        requests.sort(key=lambda r: (r.position if r.position is not None else -1, r.id))
+    elif order == BY_PRIORITY:
+        requests.sort(key=lambda r: (-(r.priority or 0), r.id))
+    else:
+        requests.sort(key=lambda r: r.id)
+    return requests
+
+
+def unpaused_c(paused: Sequence[str]) -> tuple[ColumnElement[bool], ...]:
+    """Leaves out the requests of the *paused* queues (core columns)."""
+    return (C.queue.not_in(list(paused)),) if paused else ()
+
+
+def outside_c(held: Sequence[str]) -> list[ColumnElement[bool]]:
+    """Leaves out recalls whose path starts with one of the *held* prefixes (core)."""
+    inside = [C.path.startswith(prefix, autoescape=True) for prefix in held]
+    return [or_(C.path.is_(None), not_(cond)) for cond in inside]
+
+
+def _claiming(chosen: Select[Any]) -> Update:
+    """The UPDATE making the queued requests *chosen* (ids) active, returning them.
+
+    *chosen* is a materialized CTE, run once: as a plain ``IN (subquery)`` PostgreSQL may
+    rescan it per row, and a rescan skips the rows this statement already updated and
+    locks further ones, so LIMIT n claimed more than n.
+    """
+    ids = chosen.cte("chosen").prefix_with("MATERIALIZED")
+    now = bindparam("b_now", type_=C.started_at.type)
+    return (
+        REQUESTS.update()
+        .where(C.id.in_(select(ids.c.id)), C.state == State.QUEUED.value)
+        .values(
+            state=State.ACTIVE.value,
+            drive=bindparam("b_drive"),
+            started_at=now,
+            updated_at=now,
+            attempts=C.attempts + 1,
+            instance=bindparam("b_instance"),
+        )
+        .returning(*C)
+    )
+
+
+def _locked(chosen: Select[Any], postgres: bool) -> Select[Any]:
+    return chosen.with_for_update(skip_locked=True) if postgres else chosen
+
+
+@functools.lru_cache(maxsize=128)
+def recall_claim(
+    queues: tuple[str, ...] | None,
+    paused: tuple[str, ...],
+    held: tuple[str, ...],
+    min_priority: bool,
+    after: bool,
+    by_position: bool,
+    postgres: bool,
+) -> Update:
+    """Claim of a volume's queued recalls; binds ``b_volume``, ``b_n`` and, when the shape
+    has them, ``b_min_priority`` and ``b_after``."""
+    chosen = select(C.id).where(
+        C.kind == Kind.RECALL.value,
+        C.state == State.QUEUED.value,
+        C.volume == bindparam("b_volume"),
+    )
+    if queues is not None:
+        chosen = chosen.where(C.queue.in_(list(queues)))
+    chosen = chosen.where(*unpaused_c(paused), *outside_c(held))
+    if min_priority:
+        chosen = chosen.where(C.priority >= bindparam("b_min_priority"))
+    if after:
+        chosen = chosen.where(C.position > bindparam("b_after"))
+    order = (C.position, C.id) if by_position else (C.id,)
+    chosen = chosen.order_by(*order).limit(bindparam("b_n", type_=Integer))
+    return _claiming(_locked(chosen, postgres))
+
+
+@functools.lru_cache(maxsize=32)
+def migration_claim(paused: tuple[str, ...], postgres: bool) -> Update:
+    """Claim of a storage class's queued migrations; binds ``b_storage_class``, ``b_n``."""
+    chosen = (
+        select(C.id)
+        .where(
+            C.kind == Kind.MIGRATE.value,
+            C.state == State.QUEUED.value,
+            C.storage_class == bindparam("b_storage_class"),
+            *unpaused_c(paused),
+        )
+        .order_by(C.priority.desc(), C.id)
+        .limit(bindparam("b_n", type_=Integer))
+    )
+    return _claiming(_locked(chosen, postgres))
+
+
+@functools.lru_cache(maxsize=4)
+def removal_claim(postgres: bool) -> Update:
+    """Claim of the oldest queued removals; binds ``b_n``."""
+    chosen = (
+        select(C.id)
+        .where(C.kind == Kind.REMOVE.value, C.state == State.QUEUED.value)
+        .order_by(C.id)
+        .limit(bindparam("b_n", type_=Integer))
+    )
+    return _claiming(_locked(chosen, postgres))
+
+
+@functools.lru_cache(maxsize=4)
+def ids_claim(postgres: bool) -> Update:
+    """Claim of the requests ``b_ids`` (an expanding list) that are still queued."""
+    chosen = select(C.id).where(
+        C.id.in_(bindparam("b_ids", expanding=True)), C.state == State.QUEUED.value
+    )
+    return _claiming(_locked(chosen, postgres))
