@@ -3,11 +3,12 @@
 A claim is one statement, ``WITH chosen AS MATERIALIZED (SELECT id ... ORDER BY ...
 LIMIT :n) UPDATE requests ... WHERE id IN (SELECT id FROM chosen) RETURNING *``: the
 chosen queued requests become active and come back at once (``FOR UPDATE SKIP LOCKED``
-in the CTE on PostgreSQL, so that daemons sharing a database skip each other's rows). Statements are cached by their shape
-(queues, paused queues, held prefixes, which bounds apply), with the volume, the bounds,
-the limit and the drive as bound parameters: SQLAlchemy then compiles each shape once
-and reuses its cache key, where building the statement anew cost more CPU than running
-it (fifo claims once per file: issue 18 point 7).
+in the CTE on PostgreSQL, so that daemons sharing a database skip each other's rows).
+Statements are cached by their shape (queues, paused queues, held prefixes, which
+bounds apply), with the volume, the bounds, the limit and the drive as bound parameters:
+SQLAlchemy then compiles each shape once and reuses its cache key, where building the
+statement anew cost more CPU than running it (fifo claims once per file: issue 18
+point 7).
 """
 
 from __future__ import annotations
@@ -16,10 +17,22 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, Select, Update, bindparam, inspect, not_, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    Select,
+    Update,
+    bindparam,
+    func,
+    inspect,
+    not_,
+    or_,
+    select,
+    text,
+)
 
 from tssd.db.events import REQUESTS
-from tssd.db.models import Request
+from tssd.db.models import UNLOCATED_SQL, Request
 from tssd.domain import Kind, State
 
 C = REQUESTS.c
@@ -152,3 +165,30 @@ def ids_claim(postgres: bool) -> Update:
         C.id.in_(bindparam("b_ids", expanding=True)), C.state == State.QUEUED.value
     )
     return _claiming(_locked(chosen, postgres))
+
+
+#: The oldest queued recalls with no tape copy chosen yet; binds ``b_n``. Spelled as
+#: ix_requests_unlocated's predicate: with a million located recalls queued, the few to
+#: locate are found without walking the others.
+UNLOCATED = (
+    select(*C).where(text(UNLOCATED_SQL)).order_by(C.id).limit(bindparam("b_n", type_=Integer))
+)
+
+
+@functools.lru_cache(maxsize=64)
+def claimable_volumes(paused: tuple[str, ...], held: tuple[str, ...], first: bool) -> Select[Any]:
+    """(volume, priority, id) of the queued, located recalls a session may claim: with
+    *first*, the first ``b_n`` in arrival order; else one row per volume, its highest
+    priority and its oldest id."""
+    queued = (
+        C.kind == Kind.RECALL.value,
+        C.state == State.QUEUED.value,
+        C.volume.is_not(None),
+        *unpaused_c(paused),
+        *outside_c(held),
+    )
+    if first:
+        stmt = select(C.volume, C.priority, C.id).where(*queued)
+        return stmt.order_by(C.id).limit(bindparam("b_n", type_=Integer))
+    stmt = select(C.volume, func.max(C.priority), func.min(C.id))
+    return stmt.where(*queued).group_by(C.volume)

@@ -13,13 +13,13 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Select, Update, func, not_, or_, select, text
+from sqlalchemy import ColumnElement, Connection, Select, Update, func, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tssd.db import claims
-from tssd.db.engine import db_retry
-from tssd.db.events import _insert_events
-from tssd.db.models import UNLOCATED_SQL, Request, utcnow
+from tssd.db.engine import db_retry, in_transaction, reading
+from tssd.db.events import insert_events
+from tssd.db.models import Request, utcnow
 from tssd.domain import Kind, State
 
 if TYPE_CHECKING:
@@ -64,30 +64,14 @@ class Candidates:
         With *first*: the *first* such requests in arrival order, one row each; without:
         one row per volume with its highest priority and its oldest request.
         """
-        queued = (
-            Request.kind == Kind.RECALL,
-            Request.state == State.QUEUED,
-            Request.volume.is_not(None),
-            *unpaused(paused),
-            *outside(held),
-        )
-        stmt: Select[Any, Any, Any]
-        if first is not None:
-            stmt = select(Request.volume, Request.priority, Request.id).where(*queued)
-            stmt = stmt.order_by(Request.id).limit(first)
-        else:
-            stmt = select(Request.volume, func.max(Request.priority), func.min(Request.id))
-            stmt = stmt.where(*queued).group_by(Request.volume)
-        async with self.sessions() as session:
-            return [tuple(row) for row in (await session.execute(stmt)).all()]
+        stmt = claims.claimable_volumes(tuple(sorted(paused)), tuple(held), first is not None)
+        engine = self.sessions.kw["bind"]
+        return await reading(engine, _rows, stmt, {"b_n": first})
 
     async def unlocated(self, limit: int) -> list[Request]:
         """The oldest queued recalls with no tape copy chosen yet."""
-        # Spelled as ix_requests_unlocated's predicate: with a million located recalls
-        # queued, the few to locate are found without walking the others.
-        stmt = select(Request).where(text(UNLOCATED_SQL)).order_by(Request.id).limit(limit)
-        async with self.sessions() as session:
-            return list((await session.scalars(stmt)).all())
+        engine = self.sessions.kw["bind"]
+        return await reading(engine, _requests, claims.UNLOCATED, {"b_n": limit})
 
     async def volumes_with_recalls(self, candidates: Sequence[str]) -> set[str]:
         """Those of *candidates* with recalls queued or active."""
@@ -219,14 +203,26 @@ class Scheduling(Candidates):
     async def _claim(
         self, stmt: Update, params: dict[str, Any], order: str, drive: str | None
     ) -> list[Request]:
-        """Atomically move the queued requests *stmt* selects to active (one UPDATE ...
-        RETURNING and the events, on one connection: no ORM session per claim)."""
+        """Atomically move the queued requests *stmt* selects to active: one UPDATE ...
+        RETURNING and the events, in one transaction run in one greenlet."""
         store = self.store
-        now = utcnow()
-        bound = {**params, "b_drive": drive, "b_now": now, "b_instance": store.instance}
-        async with store.engine.begin() as conn:
-            rows = claims.in_order(claims.as_requests(await conn.execute(stmt, bound)), order)
-            ids = [r.id for r in rows]
-            await _insert_events(conn, ids, State.QUEUED, State.ACTIVE, drive)
-        store.polls.moved(ids, State.ACTIVE)
+        bound = {**params, "b_drive": drive, "b_now": utcnow(), "b_instance": store.instance}
+        rows = await in_transaction(store.engine, _claim, stmt, bound, order, drive)
+        store.polls.moved([r.id for r in rows], State.ACTIVE)
         return rows
+
+
+def _claim(
+    conn: Connection, stmt: Update, bound: dict[str, Any], order: str, drive: str | None
+) -> list[Request]:
+    rows = claims.in_order(claims.as_requests(conn.execute(stmt, bound)), order)
+    insert_events(conn, [r.id for r in rows], State.QUEUED, State.ACTIVE, drive)
+    return rows
+
+
+def _rows(conn: Connection, stmt: Select[Any], bound: dict[str, Any]) -> list[Any]:
+    return [tuple(row) for row in conn.execute(stmt, bound)]
+
+
+def _requests(conn: Connection, stmt: Select[Any], bound: dict[str, Any]) -> list[Request]:
+    return claims.as_requests(conn.execute(stmt, bound))
