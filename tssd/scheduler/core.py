@@ -25,6 +25,7 @@ import structlog
 from tssd.config import SchedulerSettings
 from tssd.db.models import utcnow
 from tssd.db.store import RequestStore
+from tssd.domain import Kind
 from tssd.errors import TssdError
 from tssd.metrics import Metrics
 from tssd.scheduler.choose import Chooser
@@ -204,10 +205,7 @@ class Scheduler:
                 claimed = await self.store.scheduling.claim_ids([request.id])
                 if claimed:
                     await self.runner.complete_migration(claimed[0], copy)
-        # Locate everything queued before choosing: a tape started on a partial view of
-        # its queue reads sparsely and leaves files behind the head for another mount.
-        while await self.intake.locate_recalls(self.reservations.volumes) >= self.intake.batch:
-            pass
+        await self._locate_all(fresh=full or Kind.RECALL.value in kinds)
         if self._stopping.is_set():
             return
         if self.planner is not None:
@@ -223,6 +221,15 @@ class Scheduler:
                     self._start(drive, candidate)
         await self._dismount_idle()
         await self._update_pending()
+
+    async def _locate_all(self, *, fresh: bool) -> None:
+        """Locate everything queued before choosing: a tape started on a partial view of
+        its queue reads sparsely and leaves files behind the head for another mount.
+        *fresh*: recalls were submitted or requeued since the last pass."""
+        if fresh:
+            self.intake.expect_recalls()
+        while await self.intake.locate_recalls(self.reservations.volumes) >= self.intake.batch:
+            pass
 
     async def _candidates(self) -> list[Candidate]:
         found = await self._recall_candidates() + await self._migration_candidates()

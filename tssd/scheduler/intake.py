@@ -59,12 +59,24 @@ class Intake:
         #: The scheduler's per-tape index (``tssd`` policy): located recalls go there.
         self.planner = planner
         self.now = now
+        #: Whether queued recalls may be waiting for a copy: False once a pass found
+        #: fewer than its limit, True again when the scheduler hears of new or requeued
+        #: work (:meth:`expect_recalls`). Spares the query for them on every pass: fifo
+        #: runs a pass per file.
+        self._expecting = True
+
+    def expect_recalls(self) -> None:
+        """Recalls may have been queued without a copy chosen (submitted, requeued)."""
+        self._expecting = True
 
     async def locate_recalls(self, busy_volumes: Iterable[str]) -> int:
         """Find the tape copy for queued recalls that have none yet; return how many, or
         ``batch`` when the pass filled its time-bounded limit (more may be waiting)."""
+        if not self._expecting:
+            return 0
         limit, started = self.locate_limit, time.thread_time()
         rows = await self.store.scheduling.unlocated(limit)
+        self._expecting = len(rows) >= limit
         if not rows:
             return 0
         pnfsids = sorted({r.pnfsid for r in rows if r.pnfsid})
