@@ -1,9 +1,10 @@
 """The claim statements in core SQL, each built once per shape and bound per call.
 
-A claim is one statement, ``WITH chosen AS MATERIALIZED (SELECT id ... ORDER BY ...
-LIMIT :n) UPDATE requests ... WHERE id IN (SELECT id FROM chosen) RETURNING *``: the
-chosen queued requests become active and come back at once (``FOR UPDATE SKIP LOCKED``
-in the CTE on PostgreSQL, so that daemons sharing a database skip each other's rows).
+A claim moves the chosen queued requests to active and returns them, in one transaction:
+on PostgreSQL one statement, ``WITH chosen AS MATERIALIZED (SELECT id ... ORDER BY ...
+LIMIT :n FOR UPDATE SKIP LOCKED) UPDATE requests ... WHERE id IN (SELECT id FROM chosen)
+RETURNING *`` (daemons sharing a database skip each other's rows); on SQLite the SELECT
+and then ``UPDATE ... WHERE id IN (:ids) AND state = 'queued' RETURNING *``.
 Statements are cached by their shape (queues, paused queues, held prefixes, which
 bounds apply), with the volume, the bounds, the limit and the drive as bound parameters:
 SQLAlchemy then compiles each shape once and reuses its cache key, where building the
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
@@ -83,18 +85,21 @@ def outside_c(held: Sequence[str]) -> list[ColumnElement[bool]]:
     return [or_(C.path.is_(None), not_(cond)) for cond in inside]
 
 
-def _claiming(chosen: Select[Any]) -> Update:
-    """The UPDATE making the queued requests *chosen* (ids) active, returning them.
+@dataclass(frozen=True)
+class Claim:
+    """A claim's statements: *update* alone (PostgreSQL: a CTE in it chooses the rows), or
+    *choose* first and *update* on the ids it found (``b_ids``; SQLite)."""
 
-    *chosen* is a materialized CTE, run once: as a plain ``IN (subquery)`` PostgreSQL may
-    rescan it per row, and a rescan skips the rows this statement already updated and
-    locks further ones, so LIMIT n claimed more than n.
-    """
-    ids = chosen.cte("chosen").prefix_with("MATERIALIZED")
+    update: Update
+    choose: Select[Any] | None = None
+
+
+def _activating(chosen: ColumnElement[bool]) -> Update:
+    """The UPDATE making the queued requests *chosen* active, returning them."""
     now = bindparam("b_now", type_=C.started_at.type)
     return (
         REQUESTS.update()
-        .where(C.id.in_(select(ids.c.id)), C.state == State.QUEUED.value)
+        .where(chosen, C.state == State.QUEUED.value)
         .values(
             state=State.ACTIVE.value,
             drive=bindparam("b_drive"),
@@ -107,8 +112,23 @@ def _claiming(chosen: Select[Any]) -> Update:
     )
 
 
-def _locked(chosen: Select[Any], postgres: bool) -> Select[Any]:
-    return chosen.with_for_update(skip_locked=True) if postgres else chosen
+#: The UPDATE of a claim on SQLite: the ids the claim's SELECT found.
+_BY_IDS = _activating(C.id.in_(bindparam("b_ids", expanding=True)))
+
+
+def _claiming(chosen: Select[Any], postgres: bool) -> Claim:
+    """The claim of the requests whose ids *chosen* selects.
+
+    PostgreSQL: one statement, *chosen* a materialized CTE with ``FOR UPDATE SKIP
+    LOCKED``, run once (as a plain ``IN (subquery)`` it may be rescanned per row, and a
+    rescan skips the rows the statement already updated and locks further ones: LIMIT n
+    claimed more than n). SQLite: the SELECT, then the UPDATE of the ids it found; as one
+    statement SQLite took twice as long (a subquery on the table it updates).
+    """
+    if not postgres:
+        return Claim(_BY_IDS, chosen)
+    ids = chosen.with_for_update(skip_locked=True).cte("chosen").prefix_with("MATERIALIZED")
+    return Claim(_activating(C.id.in_(select(ids.c.id))))
 
 
 @functools.lru_cache(maxsize=128)
@@ -120,7 +140,7 @@ def recall_claim(
     after: bool,
     by_position: bool,
     postgres: bool,
-) -> Update:
+) -> Claim:
     """Claim of a volume's queued recalls; binds ``b_volume``, ``b_n`` and, when the shape
     has them, ``b_min_priority`` and ``b_after``."""
     chosen = select(C.id).where(
@@ -137,11 +157,11 @@ def recall_claim(
         chosen = chosen.where(C.position > bindparam("b_after"))
     order = (C.position, C.id) if by_position else (C.id,)
     chosen = chosen.order_by(*order).limit(bindparam("b_n", type_=Integer))
-    return _claiming(_locked(chosen, postgres))
+    return _claiming(chosen, postgres)
 
 
 @functools.lru_cache(maxsize=32)
-def migration_claim(paused: tuple[str, ...], postgres: bool) -> Update:
+def migration_claim(paused: tuple[str, ...], postgres: bool) -> Claim:
     """Claim of a storage class's queued migrations; binds ``b_storage_class``, ``b_n``."""
     chosen = (
         select(C.id)
@@ -154,11 +174,11 @@ def migration_claim(paused: tuple[str, ...], postgres: bool) -> Update:
         .order_by(C.priority.desc(), C.id)
         .limit(bindparam("b_n", type_=Integer))
     )
-    return _claiming(_locked(chosen, postgres))
+    return _claiming(chosen, postgres)
 
 
 @functools.lru_cache(maxsize=4)
-def removal_claim(postgres: bool) -> Update:
+def removal_claim(postgres: bool) -> Claim:
     """Claim of the oldest queued removals; binds ``b_n``."""
     chosen = (
         select(C.id)
@@ -166,16 +186,18 @@ def removal_claim(postgres: bool) -> Update:
         .order_by(C.id)
         .limit(bindparam("b_n", type_=Integer))
     )
-    return _claiming(_locked(chosen, postgres))
+    return _claiming(chosen, postgres)
 
 
 @functools.lru_cache(maxsize=4)
-def ids_claim(postgres: bool) -> Update:
+def ids_claim(postgres: bool) -> Claim:
     """Claim of the requests ``b_ids`` (an expanding list) that are still queued."""
+    if not postgres:
+        return Claim(_BY_IDS)
     chosen = select(C.id).where(
         C.id.in_(bindparam("b_ids", expanding=True)), C.state == State.QUEUED.value
     )
-    return _claiming(_locked(chosen, postgres))
+    return _claiming(chosen, postgres)
 
 
 #: The oldest queued recalls with no tape copy chosen yet; binds ``b_n``. Spelled as

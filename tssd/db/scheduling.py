@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Connection, Select, Update, func, not_, or_, select
+from sqlalchemy import ColumnElement, Connection, Select, func, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tssd.db import claims
@@ -201,10 +201,10 @@ class Scheduling(Candidates):
 
     @db_retry
     async def _claim(
-        self, stmt: Update, params: dict[str, Any], order: str, drive: str | None
+        self, stmt: claims.Claim, params: dict[str, Any], order: str, drive: str | None
     ) -> list[Request]:
-        """Atomically move the queued requests *stmt* selects to active: one UPDATE ...
-        RETURNING and the events, in one transaction run in one greenlet."""
+        """Atomically move the queued requests *stmt* selects to active: its statements
+        and the events in one transaction, run in one greenlet."""
         store = self.store
         bound = {**params, "b_drive": drive, "b_now": utcnow(), "b_instance": store.instance}
         rows = await in_transaction(store.engine, _claim, stmt, bound, order, drive)
@@ -213,9 +213,14 @@ class Scheduling(Candidates):
 
 
 def _claim(
-    conn: Connection, stmt: Update, bound: dict[str, Any], order: str, drive: str | None
+    conn: Connection, stmt: claims.Claim, bound: dict[str, Any], order: str, drive: str | None
 ) -> list[Request]:
-    rows = claims.in_order(claims.as_requests(conn.execute(stmt, bound)), order)
+    if stmt.choose is not None:
+        ids = list(conn.execute(stmt.choose, bound).scalars())
+        if not ids:
+            return []
+        bound = {**bound, "b_ids": ids}
+    rows = claims.in_order(claims.as_requests(conn.execute(stmt.update, bound)), order)
     insert_events(conn, [r.id for r in rows], State.QUEUED, State.ACTIVE, drive)
     return rows
 
