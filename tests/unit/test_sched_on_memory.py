@@ -80,6 +80,33 @@ async def test_intake_locates_covers_copies_and_fails_the_lost(memory_store: Mem
     assert catalog.asked == [["00A1", "00A2", "00A3", "00A4"]]
 
 
+async def test_intake_asks_for_unlocated_recalls_only_when_some_may_have_come(
+    memory_store: MemoryStore,
+) -> None:
+    """After a pass that found fewer than its limit, the query for unlocated recalls is
+    not run again until the scheduler tells of new or requeued work (fifo passes once
+    per file)."""
+    catalog = Catalog({"00B1": [("V1", 1)], "00B2": [("V2", 2)]})
+    intake = Intake(memory_store, catalog, retrier(), get_policy("fifo"))  # type: ignore[arg-type]
+    asked: list[int] = []
+    unlocated = memory_store.scheduling.unlocated
+
+    async def counted(limit: int) -> list:  # type: ignore[type-arg]
+        asked.append(limit)
+        return await unlocated(limit)
+
+    memory_store.scheduling.unlocated = counted  # type: ignore[method-assign]
+    await submit(memory_store, "00B1")
+    assert await intake.locate_recalls(()) == 1
+    assert await intake.locate_recalls(()) == 0
+    assert len(asked) == 1  # drained: not asked again
+    [new] = await submit(memory_store, "00B2")
+    intake.expect_recalls()  # the scheduler heard of the submission
+    assert await intake.locate_recalls(()) == 1
+    assert (await memory_store.get(new)).volume == "V2"
+    assert len(asked) == 2
+
+
 class Library(Catalog):
     """A two-drive library in memory: the backend calls a recall session makes."""
 
