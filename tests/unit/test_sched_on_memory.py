@@ -20,7 +20,7 @@ from tssd.metrics import Metrics
 from tssd.retry import Retrier, RetryPolicy
 from tssd.scheduler.choose import Chooser
 from tssd.scheduler.core import Scheduler
-from tssd.scheduler.drives import DriveManager
+from tssd.scheduler.drives import STATS_EVERY_S, DriveManager
 from tssd.scheduler.intake import Intake
 from tssd.scheduler.planner import Planner
 from tssd.scheduler.policy import get_policy
@@ -78,6 +78,33 @@ async def test_intake_locates_covers_copies_and_fails_the_lost(memory_store: Mem
     assert sorted(planner.tapes) == ["V1", "V3"] and len(planner) == 3
     assert await intake.locate_recalls(()) == 0  # nothing left to locate
     assert catalog.asked == [["00A1", "00A2", "00A3", "00A4"]]
+
+
+async def test_intake_asks_for_unlocated_recalls_only_when_some_may_have_come(
+    memory_store: MemoryStore,
+) -> None:
+    """After a pass that found fewer than its limit, the query for unlocated recalls is
+    not run again until the scheduler tells of new or requeued work (fifo passes once
+    per file)."""
+    catalog = Catalog({"00B1": [("V1", 1)], "00B2": [("V2", 2)]})
+    intake = Intake(memory_store, catalog, retrier(), get_policy("fifo"))  # type: ignore[arg-type]
+    asked: list[int] = []
+    unlocated = memory_store.scheduling.unlocated
+
+    async def counted(limit: int) -> list:  # type: ignore[type-arg]
+        asked.append(limit)
+        return await unlocated(limit)
+
+    memory_store.scheduling.unlocated = counted  # type: ignore[method-assign]
+    await submit(memory_store, "00B1")
+    assert await intake.locate_recalls(()) == 1
+    assert await intake.locate_recalls(()) == 0
+    assert len(asked) == 1  # drained: not asked again
+    [new] = await submit(memory_store, "00B2")
+    intake.expect_recalls()  # the scheduler heard of the submission
+    assert await intake.locate_recalls(()) == 1
+    assert (await memory_store.get(new)).volume == "V2"
+    assert len(asked) == 2
 
 
 class Library(Catalog):
@@ -155,3 +182,34 @@ async def test_the_scheduler_reads_every_tape_once_on_the_memory_store(
     v1 = [p for v, p in library.reads if v == "V1"]
     assert v1 == ["00B2", "00B4", "00B1"]  # position order on the tape
     assert sorted(m.volume for m in drives.mounts.mounts) == ["V1", "V2"]  # type: ignore[attr-defined]
+
+
+class StepClock(RealClock):
+    """A clock that moves only when told."""
+
+    def __init__(self) -> None:
+        self.at = 1000.0
+
+    def now(self) -> float:
+        return self.at
+
+
+async def test_mount_counters_reach_the_row_at_most_every_stats_interval() -> None:
+    """A running mount's counters are written after a batch only once STATS_EVERY_S has
+    passed since the last write; the dismount writes the final ones."""
+    mounts, clock = MemoryMounts(), StepClock()
+    drives = DriveManager(Library({}), mounts, retrier(), Metrics(), clock)  # type: ignore[arg-type]
+    await drives.load()
+    drive = drives.drives["d1"]
+    await drives.ensure_mounted(drive, "V1", "recall")
+    drives.account(drive, 100, 1.0, 0.0)
+    await drives.flush_stats(drive)  # just mounted: not yet
+    assert mounts.mounts[0].files == 0
+    clock.at += STATS_EVERY_S
+    await drives.flush_stats(drive)
+    assert mounts.mounts[0].files == 1
+    drives.account(drive, 100, 1.0, 0.0)
+    await drives.flush_stats(drive)  # written a moment ago
+    assert mounts.mounts[0].files == 1
+    await drives.dismount(drive)
+    assert (mounts.mounts[0].files, mounts.mounts[0].nbytes) == (2, 200)

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, Update, bindparam, insert, update
+from sqlalchemy import Connection, Table, Update, bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from tssd.db.models import Request, RequestEvent, utcnow
@@ -48,6 +48,26 @@ async def _insert_events(
     to_state: State,
     reason: str | None,
 ) -> None:
+    for rows in _event_rows(ids, from_state, to_state, reason):
+        await conn.execute(_EVENT_INSERT, rows)
+
+
+def insert_events(
+    conn: Connection,
+    ids: Sequence[int],
+    from_state: State | None,
+    to_state: State,
+    reason: str | None,
+) -> None:
+    """:func:`_insert_events` on a synchronous connection (``db.engine.in_transaction``)."""
+    for rows in _event_rows(ids, from_state, to_state, reason):
+        conn.execute(_EVENT_INSERT, rows)
+
+
+def _event_rows(
+    ids: Sequence[int], from_state: State | None, to_state: State, reason: str | None
+) -> Iterator[dict[str, Any] | list[dict[str, Any]]]:
+    """The parameters of the INSERTs: one row alone, else chunks (executemany)."""
     if not ids:
         return
     at = utcnow()
@@ -58,7 +78,7 @@ async def _insert_events(
         for i in ids
     ]  # fmt: skip
     if len(rows) == 1:
-        await conn.execute(_EVENT_INSERT, rows[0])
+        yield rows[0]
         return
     for i in range(0, len(rows), CHUNK):
-        await conn.execute(_EVENT_INSERT, rows[i : i + CHUNK])
+        yield rows[i : i + CHUNK]

@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Select, func, not_, or_, select, text, update
+from sqlalchemy import ColumnElement, Connection, Select, func, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tssd.db.engine import db_retry
-from tssd.db.events import CHUNK, _record_events
-from tssd.db.models import UNLOCATED_SQL, Request, utcnow
+from tssd.db import claims
+from tssd.db.engine import db_retry, in_transaction, reading
+from tssd.db.events import insert_events
+from tssd.db.models import Request, utcnow
 from tssd.domain import Kind, State
 
 if TYPE_CHECKING:
@@ -63,30 +64,14 @@ class Candidates:
         With *first*: the *first* such requests in arrival order, one row each; without:
         one row per volume with its highest priority and its oldest request.
         """
-        queued = (
-            Request.kind == Kind.RECALL,
-            Request.state == State.QUEUED,
-            Request.volume.is_not(None),
-            *unpaused(paused),
-            *outside(held),
-        )
-        stmt: Select[Any, Any, Any]
-        if first is not None:
-            stmt = select(Request.volume, Request.priority, Request.id).where(*queued)
-            stmt = stmt.order_by(Request.id).limit(first)
-        else:
-            stmt = select(Request.volume, func.max(Request.priority), func.min(Request.id))
-            stmt = stmt.where(*queued).group_by(Request.volume)
-        async with self.sessions() as session:
-            return [tuple(row) for row in (await session.execute(stmt)).all()]
+        stmt = claims.claimable_volumes(tuple(sorted(paused)), tuple(held), first is not None)
+        engine = self.sessions.kw["bind"]
+        return await reading(engine, _rows, stmt, {"b_n": first})
 
     async def unlocated(self, limit: int) -> list[Request]:
         """The oldest queued recalls with no tape copy chosen yet."""
-        # Spelled as ix_requests_unlocated's predicate: with a million located recalls
-        # queued, the few to locate are found without walking the others.
-        stmt = select(Request).where(text(UNLOCATED_SQL)).order_by(Request.id).limit(limit)
-        async with self.sessions() as session:
-            return list((await session.scalars(stmt)).all())
+        engine = self.sessions.kw["bind"]
+        return await reading(engine, _requests, claims.UNLOCATED, {"b_n": limit})
 
     async def volumes_with_recalls(self, candidates: Sequence[str]) -> set[str]:
         """Those of *candidates* with recalls queued or active."""
@@ -177,83 +162,72 @@ class Scheduling(Candidates):
         """Claim up to *limit* queued recalls of *volume* (of *queues*, when given), of
         priority >= *min_priority* and position > *after* when given, in position (else
         arrival) order."""
-        stmt = select(Request).where(
-            Request.kind == Kind.RECALL, Request.state == State.QUEUED, Request.volume == volume
-        )
-        if queues is not None:
-            stmt = stmt.where(Request.queue.in_(sorted(queues)))
-        stmt = stmt.where(*unpaused(paused))
-        if held:  # recalls into full file systems wait
-            stmt = stmt.where(*outside(held))
-        if min_priority is not None:
-            stmt = stmt.where(Request.priority >= min_priority)
-        if after is not None:
-            stmt = stmt.where(Request.position > after)
-        order = (Request.position, Request.id) if by_position else (Request.id,)
-        return await self._claim(stmt.order_by(*order).limit(limit), drive)
+        stmt = claims.recall_claim(
+            None if queues is None else tuple(sorted(queues)), tuple(sorted(paused)),
+            tuple(held), min_priority is not None, after is not None, by_position,
+            self.store.postgres,
+        )  # fmt: skip
+        params = {
+            "b_volume": volume,
+            "b_n": limit,
+            "b_min_priority": min_priority,
+            "b_after": after,
+        }
+        order = claims.BY_POSITION if by_position else claims.BY_ARRIVAL
+        return await self._claim(stmt, params, order, drive)
 
     async def claim_migrations(
         self, storage_class: str, drive: str, limit: int, *, paused: frozenset[str] = frozenset()
     ) -> list[Request]:
         """Claim up to *limit* queued migrations of *storage_class*, highest priority first."""
-        stmt = (
-            select(Request)
-            .where(
-                Request.kind == Kind.MIGRATE,
-                Request.state == State.QUEUED,
-                Request.storage_class == storage_class,
-                *unpaused(paused),
-            )
-            .order_by(Request.priority.desc(), Request.id)
-            .limit(limit)
-        )
-        return await self._claim(stmt, drive)
+        stmt = claims.migration_claim(tuple(sorted(paused)), self.store.postgres)
+        params = {"b_storage_class": storage_class, "b_n": limit}
+        return await self._claim(stmt, params, claims.BY_PRIORITY, drive)
 
     async def claim_removals(self, limit: int) -> list[Request]:
         """Claim up to *limit* queued removals, oldest first (no drive: catalog work)."""
-        stmt = (
-            select(Request)
-            .where(Request.kind == Kind.REMOVE, Request.state == State.QUEUED)
-            .order_by(Request.id)
-            .limit(limit)
-        )
-        return await self._claim(stmt, None)
+        stmt = claims.removal_claim(self.store.postgres)
+        return await self._claim(stmt, {"b_n": limit}, claims.BY_ARRIVAL, None)
 
     async def claim_ids(self, ids: Iterable[int], drive: str | None = None) -> list[Request]:
         """Claim the requests *ids* that are still queued."""
+        # The state in the subquery too: a request cancelled or claimed by another is
+        # neither returned as claimed nor given a queued -> active event it never made.
         wanted = list(ids)
-        # The state in the SELECT too: a request cancelled or claimed by another is neither
-        # returned as claimed nor given a queued -> active event it never made.
-        queued = Request.state == State.QUEUED
-        if len(wanted) == 1:
-            return await self._claim(select(Request).where(Request.id == wanted[0], queued), drive)
-        return await self._claim(select(Request).where(Request.id.in_(wanted), queued), drive)
+        if not wanted:
+            return []
+        stmt = claims.ids_claim(self.store.postgres)
+        return await self._claim(stmt, {"b_ids": wanted}, claims.BY_ARRIVAL, drive)
 
     @db_retry
-    async def _claim(self, stmt: Select[Any], drive: str | None) -> list[Request]:
-        """Atomically move the queued requests selected by *stmt* to active."""
+    async def _claim(
+        self, stmt: claims.Claim, params: dict[str, Any], order: str, drive: str | None
+    ) -> list[Request]:
+        """Atomically move the queued requests *stmt* selects to active: its statements
+        and the events in one transaction, run in one greenlet."""
         store = self.store
-        if store.postgres:
-            stmt = stmt.with_for_update(skip_locked=True)
-        now = utcnow()
-        async with store.sessions.begin() as session:
-            rows = list((await session.scalars(stmt)).all())
-            ids = [r.id for r in rows]
-            for i in range(0, len(ids), CHUNK):
-                await session.execute(
-                    update(Request)
-                    .where(Request.id.in_(ids[i : i + CHUNK]), Request.state == State.QUEUED)
-                    .values(
-                        state=State.ACTIVE.value,
-                        drive=drive,
-                        started_at=now,
-                        updated_at=now,
-                        attempts=Request.attempts + 1,
-                        instance=store.instance,
-                    )
-                )
-            await _record_events(session, ids, State.QUEUED, State.ACTIVE, drive)
-        for row in rows:
-            row.state, row.drive, row.started_at = State.ACTIVE.value, drive, now
-        store.polls.moved(ids, State.ACTIVE)
+        bound = {**params, "b_drive": drive, "b_now": utcnow(), "b_instance": store.instance}
+        rows = await in_transaction(store.engine, _claim, stmt, bound, order, drive)
+        store.polls.moved([r.id for r in rows], State.ACTIVE)
         return rows
+
+
+def _claim(
+    conn: Connection, stmt: claims.Claim, bound: dict[str, Any], order: str, drive: str | None
+) -> list[Request]:
+    if stmt.choose is not None:
+        ids = list(conn.execute(stmt.choose, bound).scalars())
+        if not ids:
+            return []
+        bound = {**bound, "b_ids": ids}
+    rows = claims.in_order(claims.as_requests(conn.execute(stmt.update, bound)), order)
+    insert_events(conn, [r.id for r in rows], State.QUEUED, State.ACTIVE, drive)
+    return rows
+
+
+def _rows(conn: Connection, stmt: Select[Any], bound: dict[str, Any]) -> list[Any]:
+    return [tuple(row) for row in conn.execute(stmt, bound)]
+
+
+def _requests(conn: Connection, stmt: Select[Any], bound: dict[str, Any]) -> list[Request]:
+    return claims.as_requests(conn.execute(stmt, bound))

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, delete, func, insert, select
+from sqlalchemy import Connection, Table, bindparam, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tssd.db.engine import Sessions
+from tssd.db.engine import Sessions, reading
 from tssd.db.models import SimObject, SimTape
 from tssd.db.tape_catalog import ObjectTable, chunks
 
@@ -61,8 +61,8 @@ class SimCatalogTables(ObjectTable):
         return len(volumes)
 
     async def tape(self, volume: str) -> SimTape | None:
-        async with self.sessions() as session:
-            return await session.get(SimTape, volume)
+        """A detached snapshot of the tape's row (read at every mount: core SQL)."""
+        return await reading(self.sessions.kw["bind"], _tape, volume)
 
     async def layout(self, volume: str) -> list[tuple[int, int, int]]:
         """(seq, offset, size) of every object on *volume*, in sequence order."""
@@ -231,3 +231,12 @@ def _update_tapes(
         for volume, tape in tapes.items():
             if volume not in fills:
                 tape.used, tape.next_seq, tape.storage_class, tape.full = 0, 1, None, False
+
+
+_TAPES = cast(Table, SimTape.__table__)
+_TAPE = select(*_TAPES.c).where(_TAPES.c.volume == bindparam("b_volume"))
+
+
+def _tape(conn: Connection, volume: str) -> SimTape | None:
+    row = conn.execute(_TAPE, {"b_volume": volume}).first()
+    return None if row is None else SimTape(**row._mapping)

@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 from sqlalchemy import (
+    Connection,
     Engine,
     and_,
     bindparam,
@@ -27,8 +28,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from tssd.db.actions import OperatorActions
 from tssd.db.counts import Counts
-from tssd.db.engine import db_retry
-from tssd.db.events import CHUNK, REQUESTS, _insert_events, _record_events, _single_transition
+from tssd.db.engine import db_retry, in_transaction
+from tssd.db.events import (
+    CHUNK,
+    REQUESTS,
+    _record_events,
+    _single_transition,
+    insert_events,
+)
 from tssd.db.models import Request, utcnow
 from tssd.db.notifier import Notifier
 from tssd.db.polls import (
@@ -282,29 +289,13 @@ class RequestStore(OperatorActions):
         """Move requests in *from_states* to *to_state*; return the ids that moved."""
         if not ids:
             return []
-        moved: list[int] = []
-        now = utcnow()
-        sources = list(from_states)
-        # Core statements on a bare connection: an ORM session and its bulk-update
-        # bookkeeping cost more than the UPDATE itself, and this runs once per file.
-        params = {"state": to_state.value, "updated_at": now, **(values or {})}
-        async with self.engine.begin() as conn:
-            if len(ids) == 1:
-                stmt = _single_transition(tuple(sorted(params)), len(sources))
-                bound = {f"v_{k}": v for k, v in params.items()}
-                bound.update({f"s_{i}": state for i, state in enumerate(sources)}, rid=ids[0])
-                if (await conn.execute(stmt, bound)).rowcount:
-                    moved.append(ids[0])
-            else:
-                for i in range(0, len(ids), CHUNK):
-                    chunk = (
-                        update(REQUESTS)
-                        .where(REQUESTS.c.id.in_(ids[i : i + CHUNK]), REQUESTS.c.state.in_(sources))
-                        .values(**params)
-                        .returning(REQUESTS.c.id)
-                    )
-                    moved.extend((await conn.execute(chunk)).scalars().all())
-            await _insert_events(conn, moved, None, to_state, reason)
+        # Core statements on a bare connection, the transaction in one greenlet: an ORM
+        # session and its bookkeeping cost more than the UPDATE itself, and this runs
+        # once per file.
+        params = {"state": to_state.value, "updated_at": utcnow(), **(values or {})}
+        moved = await in_transaction(
+            self.engine, _transition, list(ids), list(from_states), params, to_state, reason
+        )
         self.polls.moved(moved, to_state)
         if not to_state.is_open:
             self.notifier.finished(moved)
@@ -360,3 +351,32 @@ class RequestStore(OperatorActions):
             conn = await session.connection()
             for i in range(0, len(params), CHUNK):
                 await conn.execute(stmt, params[i : i + CHUNK])
+
+
+def _transition(
+    conn: Connection,
+    ids: list[int],
+    sources: list[str],
+    params: dict[str, Any],
+    to_state: State,
+    reason: str | None,
+) -> list[int]:
+    """:meth:`RequestStore.transition` inside its transaction; the ids that moved."""
+    moved: list[int] = []
+    if len(ids) == 1:
+        stmt = _single_transition(tuple(sorted(params)), len(sources))
+        bound = {f"v_{k}": v for k, v in params.items()}
+        bound.update({f"s_{i}": state for i, state in enumerate(sources)}, rid=ids[0])
+        if conn.execute(stmt, bound).rowcount:
+            moved.append(ids[0])
+    else:
+        for i in range(0, len(ids), CHUNK):
+            chunk = (
+                update(REQUESTS)
+                .where(REQUESTS.c.id.in_(ids[i : i + CHUNK]), REQUESTS.c.state.in_(sources))
+                .values(**params)
+                .returning(REQUESTS.c.id)
+            )
+            moved.extend(conn.execute(chunk).scalars().all())
+    insert_events(conn, moved, None, to_state, reason)
+    return moved

@@ -8,12 +8,13 @@ their own (:mod:`tssd.backends.records`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import Connection, Select, bindparam, delete, select
 
-from tssd.db.engine import Sessions
+from tssd.db.engine import Sessions, reading
 
 #: Bound parameters per IN list.
 IN_CHUNK = 500
@@ -30,6 +31,7 @@ class ObjectTable:
     def __init__(self, sessions: Sessions, model: Any) -> None:
         self.sessions = sessions
         self.model = model
+        self._engine = sessions.kw["bind"]
 
     async def get(self, bfid: str) -> Any:
         """The object *bfid*, or None."""
@@ -37,28 +39,13 @@ class ObjectTable:
             return await session.get(self.model, bfid)
 
     async def with_bfids(self, bfids: Sequence[str]) -> list[Any]:
-        """The objects among *bfids* that exist (one query per chunk, one session)."""
-        found: list[Any] = []
-        async with self.sessions() as session:
-            for chunk in chunks(bfids):
-                found.extend(
-                    await session.scalars(select(self.model).where(self.model.bfid.in_(chunk)))
-                )
-        return found
+        """The objects among *bfids* that exist (rows with the model's attributes)."""
+        return await reading(self._engine, _chunked, _objects_by(self.model, "bfid"), bfids)
 
     async def of_pnfsids(self, pnfsids: Sequence[str]) -> list[Any]:
-        """The copies of *pnfsids*, oldest first within each chunk of pnfsids."""
-        found: list[Any] = []
-        async with self.sessions() as session:
-            for chunk in chunks(pnfsids):
-                found.extend(
-                    await session.scalars(
-                        select(self.model)
-                        .where(self.model.pnfsid.in_(chunk))
-                        .order_by(self.model.written_at, self.model.bfid)
-                    )
-                )
-        return found
+        """The copies of *pnfsids*, oldest first within each chunk of pnfsids (rows with
+        the model's attributes)."""
+        return await reading(self._engine, _chunked, _objects_by(self.model, "pnfsid"), pnfsids)
 
     async def of_pnfsid_sized(self, pnfsid: str, size: int) -> list[Any]:
         """The copies of *pnfsid* that have *size* bytes."""
@@ -74,3 +61,20 @@ class ObjectTable:
         async with self.sessions() as session, session.begin():
             result = await session.execute(delete(self.model).where(self.model.bfid == bfid))
             return bool(getattr(result, "rowcount", 0))
+
+
+@functools.lru_cache(maxsize=8)
+def _objects_by(model: Any, column: str) -> Select[Any]:
+    """The objects of *model* whose *column* is in ``b_keys``, oldest copy first. Built
+    once: the backends read the catalog per batch, a fifo simulation per file, and
+    building the statement (and an ORM session for it) cost more than the read."""
+    table = model.__table__
+    stmt = select(*table.c).where(table.c[column].in_(bindparam("b_keys", expanding=True)))
+    return stmt.order_by(table.c.written_at, table.c.bfid)
+
+
+def _chunked(conn: Connection, stmt: Select[Any], keys: Sequence[str]) -> list[Any]:
+    found: list[Any] = []
+    for chunk in chunks(keys):
+        found.extend(conn.execute(stmt, {"b_keys": list(chunk)}))
+    return found

@@ -25,6 +25,7 @@ import structlog
 from tssd.config import SchedulerSettings
 from tssd.db.models import utcnow
 from tssd.db.store import RequestStore
+from tssd.domain import Kind
 from tssd.errors import TssdError
 from tssd.metrics import Metrics
 from tssd.scheduler.choose import Chooser, Plan
@@ -105,9 +106,6 @@ class Scheduler:
         self._paused: frozenset[str] = frozenset()
         #: Freed drives and the pass deciding them (the decision metric).
         self.decisions = Decisions(metrics.schedule_decision_seconds)
-        #: Whether the last locate found recalls: if not, only new or requeued ones (or a
-        #: full pass) make the next pass ask the database again (issue 22).
-        self._locate_again = True
         #: Clock time the periodic pass last armed the migration query (_arm_migrations).
         self._armed_at = float("-inf")
         self._drive_freed = asyncio.Event()
@@ -225,11 +223,8 @@ class Scheduler:
                 claimed = await self.store.scheduling.claim_ids([request.id])
                 if claimed:
                     await self.runner.complete_migration(claimed[0], copy)
-        # Locate everything queued before choosing: a tape started on a partial view of
-        # its queue reads sparsely and leaves files behind the head for another mount.
         self.decisions.mark("migrations")
-        if full or "recall" in kinds or self._locate_again:
-            await self._locate()
+        await self._locate_all(fresh=full or Kind.RECALL.value in kinds)
         self.decisions.mark("locate")
         if self._stopping.is_set():
             return
@@ -253,17 +248,14 @@ class Scheduler:
         await self._update_pending()
         self.decisions.mark("pending")
 
-    async def _locate(self) -> None:
-        """Locate queued recalls until a call finds fewer than a batch. Recalls without a
-        tape copy appear only by submission (kind ``recall``) or requeue (``any``): when
-        the last call found none, the passes between ask nothing (issue 22: the query
-        was on every freed drive's decision path)."""
-        self._locate_again = True
-        while (found := await self.intake.locate_recalls(self.reservations.volumes)) >= (
-            self.intake.batch
-        ):
+    async def _locate_all(self, *, fresh: bool) -> None:
+        """Locate everything queued before choosing: a tape started on a partial view of
+        its queue reads sparsely and leaves files behind the head for another mount.
+        *fresh*: recalls were submitted or requeued since the last pass."""
+        if fresh:
+            self.intake.expect_recalls()
+        while await self.intake.locate_recalls(self.reservations.volumes) >= self.intake.batch:
             pass
-        self._locate_again = found > 0
 
     async def _candidates(self) -> list[Candidate]:
         found = await self._recall_candidates() + await self._migration_candidates()

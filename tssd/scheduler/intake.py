@@ -59,13 +59,25 @@ class Intake:
         #: The scheduler's per-tape index (``tssd`` policy): located recalls go there.
         self.planner = planner
         self.now = now
+        #: Whether queued recalls may be waiting for a copy: False once a pass found
+        #: fewer than its limit, True again when the scheduler hears of new or requeued
+        #: work (:meth:`expect_recalls`). Spares the query for them on every pass: fifo
+        #: runs a pass per file.
+        self._expecting = True
+
+    def expect_recalls(self) -> None:
+        """Recalls may have been queued without a copy chosen (submitted, requeued)."""
+        self._expecting = True
 
     async def locate_recalls(self, busy_volumes: Iterable[str]) -> int:
         """Find the tape copy for queued recalls that have none yet; return how many, or
         ``batch`` when the pass filled its time-bounded limit (more may be waiting)."""
+        if not self._expecting:
+            return 0
         limit, started = self.locate_limit, time.thread_time()
         rows = await self.store.scheduling.unlocated(limit)
         if not rows:
+            self._expecting = False
             return 0
         pnfsids = sorted({r.pnfsid for r in rows if r.pnfsid})
         copies = await self.retrier.call("locate", lambda: self.backend.locate(pnfsids))
@@ -101,6 +113,9 @@ class Intake:
         if missing:
             await self._fail(missing, ObjectNotFound("no copy of the file on tape"))
         self._locate_took(time.thread_time() - started, len(rows), limit)
+        # Set only once every row is located or failed: a failed backend call leaves
+        # them waiting, and the next pass must ask again.
+        self._expecting = len(rows) >= limit
         return self.batch if len(rows) >= limit else len(rows)
 
     def _locate_took(self, cpu_s: float, located: int, limit: int) -> None:
