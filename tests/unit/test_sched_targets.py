@@ -54,10 +54,12 @@ def test_a_tape_that_would_miss_its_target_is_urgent_at_once() -> None:
         a, context(now=2000.0, targets=targets, starts={"A": 2000.0}, late=frozenset("A"))
     )
     assert sticky.late and sticky.priority == 1
-    # Before then it batches (ranked as ordinary work, first among it): the wait ends
-    # at 1800 s, before it must start (3600 s minus its session) to meet its deadline.
-    batching = evaluate(a, context(targets=targets, starts={"A": 3500.0}))
+    # It waits for company (ranked as ordinary work) while the next drive to change
+    # tapes would still reach its requests before the deadline, and not after.
+    batching = evaluate(a, context(targets=targets, starts={"A": 3500.0}, next_free=2000.0))
     assert batching.late and batching.priority == 0
+    due = evaluate(a, context(targets=targets, starts={"A": 3500.0}, next_free=3500.0))
+    assert due.late and due.priority == 1
     # Without targets the verdict is the one of before (no target, no change).
     plain = evaluate(a, context(queues={}, starts={"A": 3500.0}))
     assert plain == evaluate(a, context(queues={}))

@@ -144,6 +144,7 @@ class Chooser:
             mounts_today=lambda v: self.drives.ledger.count(v, now),
             starts=self.starts, targets=self.targets(), late=self.late,
             mountable=mountable, free=tuple(free),
+            next_free=min((max(now, r.until) for r in self.running.values()), default=math.inf),
         )  # fmt: skip
         busy = set(busy)
         verdicts = {}

@@ -81,6 +81,9 @@ class Context:
     mountable: Callable[[str], bool] = field(default=lambda _: True)
     #: The drives free this pass (what the hold rules may ask of a drive).
     free: tuple[FreeDrive, ...] = ()
+    #: When the next running session is planned to end (``inf``: none running): a tape
+    #: of target-bearing requests waits for company while that drive still reaches them.
+    next_free: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -162,22 +165,20 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     deadline = target_deadline(tape, targets) if targets else math.inf
     # A session serves the target-bearing requests first (or places them before their
     # deadline), so what must fit before the deadline is reaching them, not the session.
-    reach = reach_s(tape, targets, ctx.profile, mount_s) if deadline < math.inf else 0.0
+    reach = min(total, reach_s(tape, targets, ctx.profile, mount_s)) if deadline < math.inf else 0.0
     late = deadline < math.inf and (
         tape.volume in ctx.late or ctx.starts.get(tape.volume, ctx.now) + reach > deadline
     )
     if late:
         priority = max(priority, 1)
     # Higher-priority requests on a tape that needs a mount wait a little, so that the
-    # next ones for it share the mount; meanwhile the tape leads the ordinary work. A late
-    # tape waits so only if the wait ends before it must start to meet its deadline.
-    batch_end = urgent_since(tape) + s.urgent_batch_s
-    batching = (
-        priority > 0
-        and not mounted
-        and ctx.now < batch_end
-        and not (late and deadline - reach < batch_end)
-    )
+    # next ones for it share the mount; meanwhile the tape leads the ordinary work. With
+    # a target the wait is the target's: while the next drive to change tapes would still
+    # reach them before the deadline, this one need not take them.
+    if deadline < math.inf:
+        batching = priority > 0 and not mounted and ctx.next_free + reach < deadline
+    else:
+        batching = priority > 0 and not mounted and ctx.now < urgent_since(tape) + s.urgent_batch_s
     rank = 0 if batching else priority
     small = tape.bytes < s.fill_bytes and len(tape) < s.fill_files
     queue = max(room or unpaused or tape.queues, key=lambda q: (tape.queues[q], q), default="")
