@@ -163,11 +163,13 @@ def never_urgent(drive: str) -> int:
         (3400.0, 9000.0, ["d2"]),  # at its last moment, no drive frees in time: the one
         # with most work left yields
         (2000.0, 9000.0, []),  # not yet: a drive may free, later requests may join
-        (3400.0, 3250.0, []),  # the plan frees a drive in time on its own
+        (3200.0, 9000.0, []),  # nor within the longest handover (55 s on LTO-9) of it
+        (3250.0, 9000.0, ["d2"]),
+        (3400.0, 3250.0, ["d2"]),  # a plan of a drive free by now: a session overran
         (3700.0, 9000.0, []),  # the deadline passed: preempting no longer meets it
     ],
 )
-def test_a_target_preempts_only_when_it_would_otherwise_be_missed(
+def test_a_target_preempts_only_at_its_last_moment(
     now: float, start: float, yields: list[str]
 ) -> None:
     made = chooser(now, {"A": start}, bulk_sessions())

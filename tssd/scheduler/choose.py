@@ -222,27 +222,32 @@ class Chooser:
     def target_victims(self, waiting: list[Verdict], now: float, spare: int) -> list[Verdict]:
         """The waiting tapes of target-bearing requests that need a session to yield to
         reach them by their deadlines. Asked only at a tape's last moment (from its
-        deadline minus the drive time to reach it, ``Verdict.reach_s``, until the
+        deadline minus the drive time to reach it and the longest handover, until the
         deadline), so that drives freeing up on their own and later requests for the same
-        tape get their chance first, and only when the plan frees no drive for it in time:
-        once the deadline passed, preempting no longer meets it. *spare* drives already
-        yielding take one such tape each; a freed drive then visits the other due tapes
-        in turn (``urgent_late``).
+        tape get their chance first; then the tape waits because no drive is free, and a
+        plan that has a session ending by now only shows that the session overran its
+        estimate. Once the deadline passed a preemption no longer meets it. *spare*
+        drives already yielding take one such tape each; a freed drive then visits the
+        other due tapes in turn (``urgent_late``).
         """
+        lead = self.handover_s()
         needing = []
         for verdict in waiting:
-            if (
-                verdict.priority <= 0
-                or not verdict.deadline - verdict.reach_s <= now < verdict.deadline
-            ):
+            last_moment = verdict.deadline - verdict.reach_s - lead
+            if verdict.priority <= 0 or not last_moment <= now < verdict.deadline:
                 continue  # no target, not at its last moment yet, or missed already
-            if self.starts.get(verdict.volume, math.inf) + verdict.reach_s <= verdict.deadline:
-                continue  # a drive frees up in time on its own
             if spare:
                 spare -= 1
             else:
                 needing.append(verdict)
         return needing
+
+    def handover_s(self) -> float:
+        """What a yielding session may add to a mount cycle's estimate: its rewind on
+        unload can take the longest step (or a full rewind) instead of the typical one."""
+        p = self.profile
+        worst = max(p.rewind_steps_s) if p.rewind_steps_s else p.rewind_full_s
+        return worst - p.typical_unload_rewind_s()
 
     def urgent_late(self, volume: str) -> bool:
         """Whether a tape other than *volume* holds due higher-priority requests that the

@@ -222,12 +222,13 @@ def reach_s(
 ) -> float:
     """Drive time from a drive changing tapes until *tape*'s requests of target-bearing
     queues are read: its mount cycle (the rewind and unload it counts stand for the
-    previous tape's, on the way) and, per such request, a locate a third of the tape
-    long onto another wrap, the per-file overhead and an average file's transfer."""
+    previous tape's, on the way) and, per such request, a locate half the tape long (from
+    BOT to a random position) onto another wrap, the per-file overhead and an average
+    file's transfer."""
     files = sum(tape.queues.get(q, 0) for q in targets)
     average = tape.bytes / max(1, len(tape))
     per_file = (
-        profile.locate_base_s + profile.locate_full_s / 3 + profile.wrap_change_s
+        profile.locate_base_s + profile.locate_full_s / 2 + profile.wrap_change_s
         + profile.per_file_s + profile.transfer_s(int(average))
     )  # fmt: skip
     return mount_s + files * per_file
