@@ -24,6 +24,7 @@ from tssd.scheduler.cost import (
     QueuePolicy,
     Verdict,
     evaluate,
+    handover_s,
     target_deadline,
     urgent_since,
 )
@@ -230,7 +231,7 @@ class Chooser:
         drives already yielding take one such tape each; a freed drive then visits the
         other due tapes in turn (``urgent_late``).
         """
-        lead = self.handover_s()
+        lead = handover_s(self.profile)
         needing = []
         for verdict in waiting:
             last_moment = verdict.deadline - verdict.reach_s - lead
@@ -241,13 +242,6 @@ class Chooser:
             else:
                 needing.append(verdict)
         return needing
-
-    def handover_s(self) -> float:
-        """What a yielding session may add to a mount cycle's estimate: its rewind on
-        unload can take the longest step (or a full rewind) instead of the typical one."""
-        p = self.profile
-        worst = max(p.rewind_steps_s) if p.rewind_steps_s else p.rewind_full_s
-        return worst - p.typical_unload_rewind_s()
 
     def urgent_late(self, volume: str) -> bool:
         """Whether a tape other than *volume* holds due higher-priority requests that the

@@ -176,7 +176,8 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     # a target the wait is the target's: while the next drive to change tapes would still
     # reach them before the deadline, this one need not take them.
     if deadline < math.inf:
-        batching = priority > 0 and not mounted and ctx.next_free + reach < deadline
+        arrives = ctx.next_free + reach + handover_s(ctx.profile)
+        batching = priority > 0 and not mounted and arrives < deadline
     else:
         batching = priority > 0 and not mounted and ctx.now < urgent_since(tape) + s.urgent_batch_s
     rank = 0 if batching else priority
@@ -215,6 +216,14 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     return Verdict(
         tape.volume, "", rank, total, mount_s, key, frozenset(room), queue, late, deadline, reach
     )
+
+
+def handover_s(profile: Profile) -> float:
+    """What a drive changing tapes may add to a mount cycle's estimate: the rewind of the
+    tape it unloads can take the longest step (or a full rewind), not the typical one."""
+    p = profile
+    worst = max(p.rewind_steps_s) if p.rewind_steps_s else p.rewind_full_s
+    return worst - p.typical_unload_rewind_s()
 
 
 def reach_s(
