@@ -180,3 +180,21 @@ def test_a_drive_already_yielding_serves_the_target_and_urgent_sessions_never_yi
     made = chooser(3400.0, {"A": 9000.0}, bulk_sessions())
     assert made.preempt([waiting()], frozenset({"d9"}), never_urgent) == []
     assert made.preempt([waiting()], frozenset(), lambda d: 5) == []
+
+
+def test_a_target_bearing_file_is_read_by_its_deadline_not_urgent_within_s_late() -> None:
+    from tssd.scheduler.tiers import PriorityTiers
+
+    clock = SimpleNamespace(now=lambda: 3500.0)
+    tiers = PriorityTiers(
+        SimpleNamespace(clock=clock),  # type: ignore[arg-type]
+        urgent_within_s=300.0, urgent_target_s=6000.0, queue_targets=lambda: {"fast": 3600.0},
+    )  # fmt: skip
+    fast = Entry(1, "A", 1, GB, 5, "fast", 0.0)
+    assert tiers.read_within(fast) == 100.0  # its deadline, though urgent_within_s is 300
+    fast.arrived = -500.0
+    assert tiers.read_within(fast) == 0.0  # passed: read first
+    other = Entry(2, "A", 2, GB, 5, "other", 0.0)
+    assert tiers.read_within(other) == 2500.0  # urgent_target_s after arrival
+    other.arrived = -6000.0
+    assert tiers.read_within(other) == 300.0  # and at least urgent_within_s
