@@ -140,7 +140,6 @@ def chooser(now: float, starts: dict[str, float], running: dict[str, Running]) -
     settings = SchedulerSettings(preempt_after_s=14400.0)
     made = Chooser(settings, None, None, drives, LTO9, clock)  # type: ignore[arg-type]
     made.starts, made.running = starts, running
-    made.queues = {"fast": QueuePolicy(latency_target_s=3600.0)}
     made.planner = tape("fast", 0.0, n=1, priority=5)
     return made
 
@@ -199,25 +198,3 @@ def test_a_target_bearing_file_is_read_by_its_deadline_not_urgent_within_s_late(
     assert tiers.read_within(other) == 2500.0  # urgent_target_s after arrival
     other.arrived = -6000.0
     assert tiers.read_within(other) == 300.0  # and at least urgent_within_s
-
-
-def test_with_a_target_the_plan_learns_how_far_sessions_overrun_their_estimates() -> None:
-    t = [0.0]
-    made = chooser(0.0, {}, {})
-    made.clock = SimpleNamespace(now=lambda: t[0])  # type: ignore[assignment]
-    made.planner = Planner()  # every tape read through
-    made.started("d1", "X", "bulk", 0, 1000.0)
-    t[0] = 1500.0
-    made.ended("d1")  # read its tape through in 1.5 times its estimate
-    made.started("d2", "Y", "bulk", 0, 1000.0)
-    running = made.running["d2"]
-    assert made.end_of(running, 1500.0) == 1500.0 + 1500.0
-    made.queues = {}  # no target configured: the estimate as it is
-    assert made.end_of(running, 1500.0) == 2500.0
-    made.queues = {"fast": QueuePolicy(latency_target_s=3600.0)}
-    # A visit (its tape still has work queued) does not count.
-    made.planner = tape("bulk", 0.0, n=3)
-    made.started("d3", "A", "bulk", 0, 1000.0)
-    t[0] = 1600.0
-    made.ended("d3")
-    assert list(made.overruns) == [1.5]

@@ -9,8 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import math
-import statistics
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass, field
 
@@ -35,8 +34,6 @@ from tssd.scheduler.queues import load_pending, load_queues
 from tssd.tape.geometry import Profile
 
 log = structlog.get_logger()
-#: Recent sessions whose overrun of their estimate the plan learns from.
-OVERRUN_SAMPLES = 20
 #: Entries added to the new index per loop turn while a resync rebuilds it.
 RESYNC_CHUNK = 10_000
 
@@ -49,10 +46,6 @@ class Running:
     queue: str
     priority: int
     until: float  # estimated end (clock seconds)
-    #: When it began and its estimated service time (seconds): what the overrun of the
-    #: sessions seen so far scales (:attr:`Chooser.overrun`).
-    began: float = 0.0
-    estimate: float = 0.0
 
 
 @dataclass
@@ -80,10 +73,6 @@ class Chooser:
     urgent_waiting: frozenset[str] = frozenset()
     #: Last pass: tapes urgent because they would miss a queue's latency target.
     late: frozenset[str] = frozenset()
-    #: Actual over estimated duration of recent sessions that emptied their tape: with a
-    #: latency target configured, the plan's session ends are scaled by their median,
-    #: since what a target waits for is a drive freeing up (docs/scheduling.md).
-    overruns: deque[float] = field(default_factory=lambda: deque(maxlen=OVERRUN_SAMPLES))
     #: The periodic resync running in the background (refresh), if any.
     _resync: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -156,7 +145,7 @@ class Chooser:
             mounts_today=lambda v: self.drives.ledger.count(v, now),
             starts=self.starts, targets=self.targets(), late=self.late,
             mountable=mountable, free=tuple(free),
-            next_free=min((self.end_of(r, now) for r in self.running.values()), default=math.inf),
+            next_free=min((max(now, r.until) for r in self.running.values()), default=math.inf),
         )  # fmt: skip
         busy = set(busy)
         verdicts = {}
@@ -174,8 +163,7 @@ class Chooser:
         """Estimated start of each eligible tape: list scheduling on the drives."""
         enabled = [d for d in self.drives.drives.values() if d.enabled]
         free_at = sorted(
-            self.end_of(self.running[d.name], now) if d.name in self.running else now
-            for d in enabled
+            max(now, self.running[d.name].until) if d.name in self.running else now for d in enabled
         )
         if not free_at:
             return {}
@@ -189,25 +177,10 @@ class Chooser:
 
     def started(self, drive: str, verdict_volume: str, queue: str, priority: int,
                 service_s: float) -> None:  # fmt: skip
-        now = self.clock.now()
-        self.running[drive] = Running(
-            verdict_volume, queue, priority, now + service_s, now, service_s
-        )
+        self.running[drive] = Running(verdict_volume, queue, priority, self.clock.now() + service_s)
 
     def ended(self, drive: str) -> None:
-        running = self.running.pop(drive, None)
-        tape = self.planner.tapes.get(running.volume) if running is not None else None
-        if running is not None and running.estimate > 0 and (tape is None or not tape.entries):
-            # Only sessions that read their tape through: a visit or a yield ends early.
-            self.overruns.append((self.clock.now() - running.began) / running.estimate)
-
-    def end_of(self, running: Running, now: float) -> float:
-        """When *running* should end: its estimate, scaled (with a latency target
-        configured) by the median overrun of the sessions seen so far; at least now."""
-        if not self.overruns or running.estimate <= 0 or not self.targets():
-            return max(now, running.until)
-        scale = statistics.median(self.overruns)
-        return max(now, running.began + running.estimate * scale)
+        self.running.pop(drive, None)
 
     def preempt(
         self, waiting: list[Verdict], yielding: Set[str], tier_of: Callable[[str], int]
