@@ -7,8 +7,9 @@ A lower bound that does not depend on tssd's choices. For a request of the targe
 queue (arriving at ``a``) to be done by ``a + target``, its tape must be in a drive at some
 moment of ``[a, a + target]``. Every tape is mounted at least once anyway, for its bulk
 work; that session lasts ``--session`` seconds (the bulk work's drive time, e.g. the
-bulk-only makespan times the drives over the tapes: a schedule that reads a tape's bulk
-work more slowly than that spends the difference too). Any further mount of the tape
+bulk-only makespan times the drives over the tapes). That is the bound's one premise: a
+tape with more bulk work, or a schedule that reads it faster, shifts the figure a little
+(a schedule reading it more slowly spends the difference too). Any further mount of the tape
 costs at least a mount cycle: the robot both ways, load, the shortest rewind on unload,
 unload, one locate's fixed part, the per-file overhead. A mount held open longer than the
 bulk work (or than a visit's reads) costs its idle time too.
