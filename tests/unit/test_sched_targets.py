@@ -5,11 +5,16 @@ changes. The simulated effect is in docs/scheduling.md."""
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
 
 from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings
-from tssd.scheduler.cost import Context, QueuePolicy, evaluate, target_deadline
+from tssd.scheduler.choose import Chooser, Running
+from tssd.scheduler.cost import Context, QueuePolicy, Verdict, evaluate, target_deadline
 from tssd.scheduler.planner import Entry, Planner
+from tssd.scheduler.queues import MountLedger
 
 GB = 10**9
 
@@ -49,10 +54,12 @@ def test_a_tape_that_would_miss_its_target_is_urgent_at_once() -> None:
         a, context(now=2000.0, targets=targets, starts={"A": 2000.0}, late=frozenset("A"))
     )
     assert sticky.late and sticky.priority == 1
-    # Before then it batches (ranked as ordinary work, first among it): the wait ends
-    # at 1800 s, before it must start (3600 s minus its session) to meet its deadline.
-    batching = evaluate(a, context(targets=targets, starts={"A": 3500.0}))
+    # It waits for company (ranked as ordinary work) while the next drive to change
+    # tapes would still reach its requests before the deadline, and not after.
+    batching = evaluate(a, context(targets=targets, starts={"A": 3500.0}, next_free=2000.0))
     assert batching.late and batching.priority == 0
+    due = evaluate(a, context(targets=targets, starts={"A": 3500.0}, next_free=3500.0))
+    assert due.late and due.priority == 1
     # Without targets the verdict is the one of before (no target, no change).
     plain = evaluate(a, context(queues={}, starts={"A": 3500.0}))
     assert plain == evaluate(a, context(queues={}))
@@ -98,3 +105,96 @@ def test_oldest_per_queue_follows_adds_and_removes() -> None:
             want = min((e.arrived for e in live.values() if e.queue == q), default=float("inf"))
             got = queue_tape.oldest_in(q) if queue_tape is not None else float("inf")
             assert got == want, (i, q)
+
+
+# --- reaching the target-bearing requests, and preempting only at the last moment ------
+
+
+def test_lateness_weighs_reaching_the_target_requests_not_the_whole_session() -> None:
+    planner = tape("bulk", 0.0, n=600)  # a long session of ordinary work...
+    planner.add([Entry(999, "A", 999, GB, 0, "fast", 900.0)])  # ...and one target request
+    a = planner.tapes["A"]
+    ctx = context(now=1000.0, targets={"fast": 3600.0})
+    verdict = evaluate(a, replace(ctx, starts={"A": 2000.0}))
+    # The whole session would end after the deadline...
+    assert 2000.0 + verdict.service_s > 4500.0 and verdict.deadline == 4500.0
+    assert verdict.reach_s < 600.0  # a mount and one file
+    assert not verdict.late  # 2000 s + reaching it is before 4500 s
+    late = evaluate(a, replace(ctx, starts={"A": 4400.0}))
+    assert late.late
+
+
+def test_late_tapes_rank_by_their_last_moment_to_start() -> None:
+    early = tape("fast", 0.0, n=1, priority=5).tapes["A"]
+    later_planner = Planner()
+    later_planner.add([Entry(50, "B", 1, GB, 5, "fast", 500.0)])
+    later = later_planner.tapes["B"]
+    ctx = context(now=3000.0, targets={"fast": 3600.0}, late=frozenset({"A", "B"}))
+    keys = [evaluate(t, ctx).key for t in (later, early)]
+    assert min(keys) == keys[1]  # A's deadline (3600 s) before B's (4100 s)
+
+
+def chooser(now: float, starts: dict[str, float], running: dict[str, Running]) -> Chooser:
+    clock = SimpleNamespace(now=lambda: now)
+    drives = SimpleNamespace(drives={}, free=list, ledger=MountLedger())
+    settings = SchedulerSettings(preempt_after_s=14400.0)
+    made = Chooser(settings, None, None, drives, LTO9, clock)  # type: ignore[arg-type]
+    made.starts, made.running = starts, running
+    made.planner = tape("fast", 0.0, n=1, priority=5)
+    return made
+
+
+def waiting(deadline: float = 3600.0, reach: float = 300.0) -> Verdict:
+    return Verdict("A", "", 5, 300.0, 200.0, (), frozenset({"fast"}), "fast", True,
+                   deadline, reach)  # fmt: skip
+
+
+def bulk_sessions() -> dict[str, Running]:
+    return {"d1": Running("X", "bulk", 0, 9000.0), "d2": Running("Y", "bulk", 0, 20000.0)}
+
+
+def never_urgent(drive: str) -> int:
+    return 0
+
+
+@pytest.mark.parametrize(
+    ("now", "start", "yields"),
+    [
+        (3400.0, 9000.0, ["d2"]),  # at its last moment, no drive frees in time: the one
+        # with most work left yields
+        (2000.0, 9000.0, []),  # not yet: a drive may free, later requests may join
+        (3200.0, 9000.0, []),  # nor within the longest handover (55 s on LTO-9) of it
+        (3250.0, 9000.0, ["d2"]),
+        (3400.0, 3250.0, ["d2"]),  # a plan of a drive free by now: a session overran
+        (3700.0, 9000.0, []),  # the deadline passed: preempting no longer meets it
+    ],
+)
+def test_a_target_preempts_only_at_its_last_moment(
+    now: float, start: float, yields: list[str]
+) -> None:
+    made = chooser(now, {"A": start}, bulk_sessions())
+    assert made.preempt([waiting()], frozenset(), never_urgent) == yields
+
+
+def test_a_drive_already_yielding_serves_the_target_and_urgent_sessions_never_yield() -> None:
+    made = chooser(3400.0, {"A": 9000.0}, bulk_sessions())
+    assert made.preempt([waiting()], frozenset({"d9"}), never_urgent) == []
+    assert made.preempt([waiting()], frozenset(), lambda d: 5) == []
+
+
+def test_a_target_bearing_file_is_read_by_its_deadline_not_urgent_within_s_late() -> None:
+    from tssd.scheduler.tiers import PriorityTiers
+
+    clock = SimpleNamespace(now=lambda: 3500.0)
+    tiers = PriorityTiers(
+        SimpleNamespace(clock=clock),  # type: ignore[arg-type]
+        urgent_within_s=300.0, urgent_target_s=6000.0, queue_targets=lambda: {"fast": 3600.0},
+    )  # fmt: skip
+    fast = Entry(1, "A", 1, GB, 5, "fast", 0.0)
+    assert tiers.read_within(fast) == 100.0  # its deadline, though urgent_within_s is 300
+    fast.arrived = -500.0
+    assert tiers.read_within(fast) == 0.0  # passed: read first
+    other = Entry(2, "A", 2, GB, 5, "other", 0.0)
+    assert tiers.read_within(other) == 2500.0  # urgent_target_s after arrival
+    other.arrived = -6000.0
+    assert tiers.read_within(other) == 300.0  # and at least urgent_within_s

@@ -24,6 +24,7 @@ from tssd.scheduler.cost import (
     QueuePolicy,
     Verdict,
     evaluate,
+    handover_s,
     target_deadline,
     urgent_since,
 )
@@ -204,6 +205,7 @@ class Chooser:
             mounts_today=lambda v: self.drives.ledger.count(v, now),
             starts=self.starts if self.targets() else {}, targets=self.targets(),
             late=self.late, mountable=mountable, free=tuple(free),
+            next_free=min((max(now, r.until) for r in self.running.values()), default=math.inf),
         )  # fmt: skip
 
     def plan(self, busy: Set[str], mountable: Callable[[str], bool], touched: Set[str]) -> Plan:
@@ -265,30 +267,61 @@ class Chooser:
     ) -> list[str]:
         """Drives whose sessions should yield to higher-priority tapes still waiting.
 
-        A session's priority is that of its current pass (*tier_of*): once a tape's urgent
-        requests are read, the rest of its queue is ordinary work and may yield.
+        Two reasons: a tape's oldest higher-priority request waited ``preempt_after_s``,
+        or a tape's target-bearing requests would otherwise miss their deadline
+        (:meth:`target_victims`). A session's priority is that of its current pass
+        (*tier_of*): once a tape's urgent requests are read, the rest of its queue is
+        ordinary work and may yield.
         """
         for name, running in self.running.items():
             running.priority = tier_of(name)
         delay = self.settings.preempt_after_s
-        if delay < 0 or not waiting:
+        if not waiting:
             return []
         now = self.clock.now()
         tapes = self.planner.tapes
-        urgent = [
-            v for v in waiting if v.priority > 0 and now - urgent_since(tapes[v.volume]) >= delay
+        aged = [
+            v
+            for v in waiting
+            if v.priority > 0 and delay >= 0 and now - urgent_since(tapes[v.volume]) >= delay
         ]
+        spare = max(0, len(yielding) - len(aged))
+        rest = [v for v in waiting if v not in aged]
+        needing = aged[: max(0, len(aged) - len(yielding))] + self.target_victims(rest, now, spare)
         # The lowest priority first; among equals the session with the most work left,
-        # which would hold its drive longest.
+        # which would hold its drive longest (its leftover is a remount like any other's).
         victims = sorted(
             (r.priority, -r.until, name) for name, r in self.running.items() if name not in yielding
         )
         chosen: list[str] = []
-        for verdict in urgent[: max(0, len(urgent) - len(yielding))]:
+        for verdict in needing:
             if not victims or victims[0][0] >= verdict.priority:
                 break
             chosen.append(victims.pop(0)[2])
         return chosen
+
+    def target_victims(self, waiting: list[Verdict], now: float, spare: int) -> list[Verdict]:
+        """The waiting tapes of target-bearing requests that need a session to yield to
+        reach them by their deadlines. Asked only at a tape's last moment (from its
+        deadline minus the drive time to reach it and the longest handover, until the
+        deadline), so that drives freeing up on their own and later requests for the same
+        tape get their chance first; then the tape waits because no drive is free, and a
+        plan that has a session ending by now only shows that the session overran its
+        estimate. Once the deadline passed a preemption no longer meets it. *spare*
+        drives already yielding take one such tape each; a freed drive then visits the
+        other due tapes in turn (``urgent_late``).
+        """
+        lead = handover_s(self.profile)
+        needing = []
+        for verdict in waiting:
+            last_moment = verdict.deadline - verdict.reach_s - lead
+            if verdict.priority <= 0 or not last_moment <= now < verdict.deadline:
+                continue  # no target, not at its last moment yet, or missed already
+            if spare:
+                spare -= 1
+            else:
+                needing.append(verdict)
+        return needing
 
     def urgent_late(self, volume: str) -> bool:
         """Whether a tape other than *volume* holds due higher-priority requests that the

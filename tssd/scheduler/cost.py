@@ -81,6 +81,9 @@ class Context:
     mountable: Callable[[str], bool] = field(default=lambda _: True)
     #: The drives free this pass (what the hold rules may ask of a drive).
     free: tuple[FreeDrive, ...] = ()
+    #: When the next running session is planned to end (``inf``: none running): a tape
+    #: of target-bearing requests waits for company while that drive still reaches them.
+    next_free: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,11 @@ class Verdict:
     queue: str
     #: Urgent because the plan would miss a queue's latency target (sticks while queued).
     late: bool = False
+    #: Earliest deadline of its target-bearing requests (``inf``: none) and the drive
+    #: time from a drive changing tapes until they are read (:func:`reach_s`): what
+    #: target preemption weighs (``Chooser.preempt``).
+    deadline: float = math.inf
+    reach_s: float = 0.0
 
 
 NO_POLICY = QueuePolicy()
@@ -155,21 +163,23 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     # Only the queues it may read count: a paused queue's target makes nothing urgent.
     targets = {q: t for q, t in ctx.targets.items() if q in unpaused} if ctx.targets else {}
     deadline = target_deadline(tape, targets) if targets else math.inf
+    # A session serves the target-bearing requests first (or places them before their
+    # deadline), so what must fit before the deadline is reaching them, not the session.
+    reach = min(total, reach_s(tape, targets, ctx.profile, mount_s)) if deadline < math.inf else 0.0
     late = deadline < math.inf and (
-        tape.volume in ctx.late or ctx.starts.get(tape.volume, ctx.now) + total > deadline
+        tape.volume in ctx.late or ctx.starts.get(tape.volume, ctx.now) + reach > deadline
     )
     if late:
         priority = max(priority, 1)
     # Higher-priority requests on a tape that needs a mount wait a little, so that the
-    # next ones for it share the mount; meanwhile the tape leads the ordinary work. A late
-    # tape waits so only if the wait ends before it must start to meet its deadline.
-    batch_end = urgent_since(tape) + s.urgent_batch_s
-    batching = (
-        priority > 0
-        and not mounted
-        and ctx.now < batch_end
-        and not (late and deadline - total < batch_end)
-    )
+    # next ones for it share the mount; meanwhile the tape leads the ordinary work. With
+    # a target the wait is the target's: while the next drive to change tapes would still
+    # reach them before the deadline, this one need not take them.
+    if deadline < math.inf:
+        arrives = ctx.next_free + reach + handover_s(ctx.profile)
+        batching = priority > 0 and not mounted and arrives < deadline
+    else:
+        batching = priority > 0 and not mounted and ctx.now < urgent_since(tape) + s.urgent_batch_s
     rank = 0 if batching else priority
     small = tape.bytes < s.fill_bytes and len(tape) < s.fill_files
     queue = max(room or unpaused or tape.queues, key=lambda q: (tape.queues[q], q), default="")
@@ -194,13 +204,43 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
         # Tapes worth a mount of their own that hold higher-priority requests not due yet:
         # their mount serves those at no extra cost (the oldest first).
         urgent_since(tape) if batching and not small else math.inf,
+        # Late tapes by their last moment to start (deadline first, EDF): the drive a
+        # target preemption frees goes to the tape it was freed for.
+        deadline - reach if late and rank > 0 else math.inf,
         # Urgent tapes shortest first: a drive visits those with little else queued and
         # ends with one it then reads through; ordinary ones by value, longest first.
         0.0 if rank > 0 else -float(band),
         total if rank > 0 else -total,
         float(zlib.crc32(tape.volume.encode())),
     )
-    return Verdict(tape.volume, "", rank, total, mount_s, key, frozenset(room), queue, late)
+    return Verdict(
+        tape.volume, "", rank, total, mount_s, key, frozenset(room), queue, late, deadline, reach
+    )
+
+
+def handover_s(profile: Profile) -> float:
+    """What a drive changing tapes may add to a mount cycle's estimate: the rewind of the
+    tape it unloads can take the longest step (or a full rewind), not the typical one."""
+    p = profile
+    worst = max(p.rewind_steps_s) if p.rewind_steps_s else p.rewind_full_s
+    return worst - p.typical_unload_rewind_s()
+
+
+def reach_s(
+    tape: TapeQueue, targets: Mapping[str, float], profile: Profile, mount_s: float
+) -> float:
+    """Drive time from a drive changing tapes until *tape*'s requests of target-bearing
+    queues are read: its mount cycle (the rewind and unload it counts stand for the
+    previous tape's, on the way) and, per such request, a locate half the tape long (from
+    BOT to a random position) onto another wrap, the per-file overhead and an average
+    file's transfer."""
+    files = sum(tape.queues.get(q, 0) for q in targets)
+    average = tape.bytes / max(1, len(tape))
+    per_file = (
+        profile.locate_base_s + profile.locate_full_s / 2 + profile.wrap_change_s
+        + profile.per_file_s + profile.transfer_s(int(average))
+    )  # fmt: skip
+    return mount_s + files * per_file
 
 
 def target_deadline(tape: TapeQueue, targets: Mapping[str, float]) -> float:

@@ -129,10 +129,15 @@ class PriorityTiers:
 
     def read_within(self, entry: Entry | None) -> float:
         """Seconds from now within which a claimed higher-priority request (its planner
-        *entry*, if known) should be read: until ``urgent_target_s`` (its queue's latency
-        target, if it has one) after its arrival, and at least ``urgent_within_s``."""
+        *entry*, if known) should be read: until ``urgent_target_s`` after its arrival, and
+        at least ``urgent_within_s``; for a queue with a latency target, until its deadline
+        (0 once passed: read first)."""
         if entry is None:
             return self.urgent_within_s
-        target = self.queue_targets().get(entry.queue, self.urgent_target_s)
-        left = entry.arrived + target - self.drives.clock.now()
+        targets = self.queue_targets()
+        if entry.queue in targets:
+            # A queue's target is a promise: with its deadline near the file is read
+            # first (one locate more) rather than up to ``urgent_within_s`` late.
+            return max(0.0, entry.arrived + targets[entry.queue] - self.drives.clock.now())
+        left = entry.arrived + self.urgent_target_s - self.drives.clock.now()
         return max(self.urgent_within_s, left)
