@@ -139,7 +139,7 @@ def chooser(now: float, starts: dict[str, float], running: dict[str, Running]) -
     drives = SimpleNamespace(drives={}, free=list, ledger=MountLedger())
     settings = SchedulerSettings(preempt_after_s=14400.0)
     made = Chooser(settings, None, None, drives, LTO9, clock)  # type: ignore[arg-type]
-    made.starts, made.running = starts, running
+    made._starts, made.running = starts, running
     made.planner = tape("fast", 0.0, n=1, priority=5)
     return made
 
