@@ -133,11 +133,6 @@ def _lookahead_first(
 
 
 def typical_size(items: Sequence[ReadItem]) -> int:
-    """A typical size of the objects on the tape of *items*: the larger of their mean and,
-    where positions count the objects before (an SP sequence number), the mean size of
-    those (the step of the random walk by which true places drift, calibrate.py)."""
-    if not items:
-        return 0
-    mean = sum(i.copy.size for i in items) // len(items)
-    last = max(items, key=lambda i: i.copy.offset).copy
-    return max(mean, last.offset // last.position if last.position > 0 else 0)
+    """A typical size of the objects on the tape of *items*, their mean: the step of the
+    random walk by which true places drift from the estimate (calibrate.py)."""
+    return sum(i.copy.size for i in items) // len(items) if items else 0
