@@ -81,10 +81,10 @@ class Calibration:
         at_target = self._drift(target, object_size)
         seconds = (at_head + at_target) * p.locate_full_s / p.wrap_bytes(capacity)
         h, t = head * factor, target * factor
-        lows, highs = (int(h - at_head), int(t - at_target)), (int(h + at_head), int(t + at_target))
-        if any(p.wrap_of(a, capacity) != p.wrap_of(b, capacity) for a, b in zip(lows, highs)):
+        ends = ((int(h - at_head), int(h + at_head)), (int(t - at_target), int(t + at_target)))
+        if any(p.wrap_of(a, capacity) != p.wrap_of(b, capacity) for a, b in ends):
             seconds += p.wrap_change_s
-            if any(p.band_of(a, capacity) != p.band_of(b, capacity) for a, b in zip(lows, highs)):
+            if any(p.band_of(a, capacity) != p.band_of(b, capacity) for a, b in ends):
                 seconds += p.band_change_s
         return seconds
 
