@@ -42,6 +42,10 @@ STEPS = 24
 FILE_SPREAD = 0.02
 #: Standard deviations of that drift a locate time may be off by and still be explained.
 DEVIATIONS = 3.0
+#: A factor stays plausible while its summed error is within this share of the best
+#: one's plus ``SLACK_S`` seconds.
+TOLERANCE = 0.5
+SLACK_S = 2.0
 #: Factors a plan averages over (evenly across the plausible candidates).
 VIEWS = 5
 
@@ -67,9 +71,7 @@ class Calibration:
         p, capacity = self.profile, self.profile.capacity_bytes
         for i, f in enumerate(self.candidates):
             modelled = p.locate_s(int(head * f), int(target * f), capacity)
-            miss = abs(modelled - locate_s) - self.tolerance(head, target, f, object_size)
-            if miss > 0:
-                self.error[i] += miss
+            self.error[i] += abs(modelled - locate_s)
         self.evidence += 1
         self._kept = None
 
@@ -97,9 +99,23 @@ class Calibration:
         """The candidates the evidence so far leaves plausible (the least unexplained),
         in increasing order; possibly several narrow groups (aliases)."""
         if self._kept is None:
-            least = min(self.error)
-            self._kept = [f for f, e in zip(self.candidates, self.error, strict=True) if e <= least]
+            self._kept = self._within(self.error)
         return self._kept
+
+    def after(self, head: int, target: int, modelled: dict[float, float], seen: float) -> list[float]:
+        """The factors that would stay plausible if the locate *head* -> *target* took
+        *seen* seconds; *modelled*: its model time at each plausible factor."""
+        kept = self.kept()
+        index = {f: i for i, f in enumerate(self.candidates)}
+        errors = [self.error[index[f]] + abs(modelled[f] - seen) for f in kept]
+        bound = min(errors) * (1 + TOLERANCE) + SLACK_S
+        return [f for f, e in zip(kept, errors, strict=True) if e <= bound]
+
+    def _within(self, errors: Sequence[float]) -> list[float]:
+        if self.evidence < 1:
+            return list(self.candidates)
+        bound = min(errors) * (1 + TOLERANCE) + SLACK_S
+        return [f for f, e in zip(self.candidates, errors, strict=True) if e <= bound]
 
     def plausible(self) -> tuple[float, float]:
         """The lowest and highest factor the evidence so far leaves plausible."""

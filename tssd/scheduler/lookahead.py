@@ -47,14 +47,13 @@ def next_read(
     for run in runs:
         rest = [spans[i] for r in runs if r is not run for i in range(r.first, r.stop)]
         modelled = {f: profile.locate_s(int(head * f), int(run.start * f), capacity) for f in kept}
-        allowed = {f: calibration.tolerance(head, run.start, f, object_size) for f in kept}
         total = 0.0
         for truth in truths:
             total += modelled[truth]
             if not rest:
                 continue
             seen = modelled[truth]
-            after = [f for f in kept if abs(modelled[f] - seen) <= allowed[f]]
+            after = calibration.after(head, run.start, modelled, seen)
             order = robust_tour(rest, run.end, profile, spaced(after, VIEWS))
             scaled = _scaled([rest[i] for i in order], truth)
             total += locate_total(scaled, int(run.end * truth), profile)
