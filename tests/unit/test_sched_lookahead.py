@@ -1,5 +1,5 @@
-"""Calibration on the noise model's tolerance (scheduler/calibrate.py) and the lookahead
-choice of a small batch's next read (scheduler/lookahead.py, scheduler/reads.py)."""
+"""What one read shows of a tape's scale (scheduler/calibrate.py: aliases), and the
+lookahead choice of a small batch's next read (scheduler/lookahead.py, scheduler/reads.py)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,16 @@ from tssd.backends.base import ReadItem, ReadResult, TapeCopy
 from tssd.clock import inline
 from tssd.files import CountingSink
 from tssd.scheduler import lookahead
-from tssd.scheduler.calibrate import FILE_SPREAD, Calibration
+from tssd.scheduler.calibrate import Calibration
 from tssd.scheduler.drives import DriveState
 from tssd.scheduler.rao import locate_total
-from tssd.scheduler.reads import PlannedReads, _stepwise, typical_size
+from tssd.scheduler.reads import PlannedReads, _stepwise
 from tssd.tape.geometry import ESTIMATE_SPREAD, LTO9
 
 ESTIMATED = dataclasses.replace(LTO9, position_spread=ESTIMATE_SPREAD)
 CAPACITY = LTO9.capacity_bytes
+#: The simulated layout's per-object spread (sim.file_spread's default).
+FILE_SPREAD = 0.02
 
 
 def sparse_tape(seed: int, files: int = 2000, wanted: int = 5) -> tuple[list, list]:
@@ -57,7 +59,7 @@ def test_one_locate_from_bot_leaves_narrow_aliases_around_the_truth() -> None:
     groups of factors stay plausible (not the range between them), the truth among them."""
     target, factor = 2000 * GB, 1.012
     calibration = Calibration(ESTIMATED)
-    calibration.observe(0, target, LTO9.locate_s(0, int(target * factor), CAPACITY), 2 * GB)
+    calibration.observe(0, target, LTO9.locate_s(0, int(target * factor), CAPACITY))
     kept = calibration.kept()
     assert nearest(calibration, factor) in kept
     assert calibration.share() < 0.5
@@ -65,20 +67,9 @@ def test_one_locate_from_bot_leaves_narrow_aliases_around_the_truth() -> None:
     assert len(kept) < len(inside)  # aliases: groups with gaps between them
 
 
-def test_the_tolerance_allows_a_wrap_change_only_where_a_place_may_cross_a_wrap() -> None:
-    calibration = Calibration(ESTIMATED)
-    wrap = LTO9.wrap_bytes(CAPACITY)
-    mid = calibration.tolerance(0, 10 * wrap + wrap // 2, 1.0, 2 * GB)
-    edge = calibration.tolerance(0, 10 * wrap + GB // 10, 1.0, 2 * GB)
-    assert edge >= mid + LTO9.wrap_change_s - 0.1
-    assert calibration.tolerance(0, 0, 1.0, 2 * GB) == 0.0
-    far = calibration.tolerance(0, 100 * wrap + wrap // 2, 1.0, 2 * GB)
-    assert far > mid  # the drift grows along the tape
-
-
 def test_the_true_factor_stays_plausible_under_per_file_variation() -> None:
     """Reads of sparse tapes whose objects vary by the noise model's per-file factor keep
-    the candidate nearest the tape's factor plausible (three standard deviations)."""
+    a factor near the tape's plausible."""
     kept = 0
     trials = 60
     for seed in range(trials):
@@ -90,9 +81,11 @@ def test_the_true_factor_stays_plausible_under_per_file_variation() -> None:
         head_est = head_true = 0
         for i in chosen:
             (offset, size), (start, end) = spans[i], real[i]
-            calibration.observe(head_est, offset, LTO9.locate_s(head_true, start, CAPACITY), 2 * GB)
+            calibration.observe(head_est, offset, LTO9.locate_s(head_true, start, CAPACITY))
             head_est, head_true = offset + size, end
-        kept += nearest(calibration, factor) in calibration.kept()
+        # Each copy's own drift moves the factor that best explains its locate by up to
+        # ~0.2 % near BOT (0.02 x sqrt(2 GB / 200 GB)): two candidate steps.
+        kept += min(abs(f - factor) for f in calibration.kept()) <= 2 * calibration.step
     assert kept >= 0.9 * trials
 
 
@@ -168,11 +161,10 @@ def test_higher_priority_files_keep_the_tour_that_places_them() -> None:
     assert not _stepwise(items, {id(items[2]): 600.0})
     many, all_ = sparse_tape(6, wanted=40)
     assert not _stepwise(items_of(many, all_), {})  # a large batch: the robust tour
-    assert typical_size(items) == sum(i.copy.size for i in items) // len(items)
 
 
 def test_next_read_enters_a_run_at_its_first_file() -> None:
     spans = [(0, GB), (500 * GB, GB), (501 * GB, GB), (3000 * GB, GB)]
     calibration = Calibration(ESTIMATED)
     for head in (0, 1200 * GB, 2600 * GB):
-        assert lookahead.next_read(spans, head, calibration, GB) in (0, 1, 3)
+        assert lookahead.next_read(spans, head, calibration) in (0, 1, 3)

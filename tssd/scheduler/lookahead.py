@@ -33,9 +33,7 @@ def small(spans: Sequence[tuple[int, int]]) -> bool:
     return 1 < len(_runs(spans)) <= MAX_RUNS
 
 
-def next_read(
-    spans: Sequence[tuple[int, int]], head: int, calibration: Calibration, object_size: int
-) -> int:
+def next_read(spans: Sequence[tuple[int, int]], head: int, calibration: Calibration) -> int:
     """The index of the span of *spans* (offset, size, in position order) to read next
     from estimated offset *head*: the first of the run with the least expected locating,
     this hop and the rest after what its locate time would show (module docstring)."""

@@ -64,7 +64,6 @@ class PlannedReads:
         early reads it under ``contextlib.aclosing`` so the backend's read ends at once."""
         calibration = self.calibration(volume, layout)
         remaining = list(batch)
-        typical = typical_size(batch)
         while remaining:
             factors = calibration.factors() if calibration is not None else None
             planned = calibration.share() if calibration is not None else 0.0
@@ -72,7 +71,7 @@ class PlannedReads:
             step = calibration is not None and _stepwise(remaining, urgent)
             if step:
                 assert calibration is not None
-                items = _lookahead_first(items, drive.head_offset, calibration, typical)
+                items = _lookahead_first(items, drive.head_offset, calibration)
             done: set[int] = set()
             results = self.backend.read(drive.name, items)
             try:
@@ -80,7 +79,7 @@ class PlannedReads:
                     done.add(id(result.item))
                     if calibration is not None and result.error is None:
                         calibration.observe(
-                            drive.head_offset, result.item.copy.offset, result.locate_s, typical
+                            drive.head_offset, result.item.copy.offset, result.locate_s
                         )
                     yield result
                     if step or (
@@ -123,16 +122,10 @@ def _stepwise(items: Sequence[ReadItem], urgent: Mapping[int, float]) -> bool:
 
 
 def _lookahead_first(
-    items: Sequence[ReadItem], head: int, calibration: Calibration, typical: int
+    items: Sequence[ReadItem], head: int, calibration: Calibration
 ) -> list[ReadItem]:
     """*items* (planned) with the lookahead's choice first, the rest as planned."""
     ordered = sorted(items, key=lambda i: i.copy.offset)
     spans = [(i.copy.offset, i.copy.size) for i in ordered]
-    first = ordered[next_read(spans, head, calibration, typical)]
+    first = ordered[next_read(spans, head, calibration)]
     return [first, *(i for i in items if i is not first)]
-
-
-def typical_size(items: Sequence[ReadItem]) -> int:
-    """A typical size of the objects on the tape of *items*, their mean: the step of the
-    random walk by which true places drift from the estimate (calibrate.py)."""
-    return sum(i.copy.size for i in items) // len(items) if items else 0
