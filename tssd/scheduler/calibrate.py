@@ -95,8 +95,13 @@ class Calibration:
         return kept[0], kept[-1]
 
     def factors(self) -> tuple[float, ...]:
-        """The factors to plan on: ``VIEWS`` of the plausible ones, evenly among them."""
-        return spaced(self.kept(), VIEWS)
+        """The factors a tour plans on: ``VIEWS`` of them across the plausible range (a
+        long batch's tour stays robust over the gaps between aliases too; the lookahead
+        of a small batch uses the candidates themselves, ``kept``)."""
+        low, high = self.plausible()
+        if high <= low:
+            return (low,)
+        return tuple(low + (high - low) * k / (VIEWS - 1) for k in range(VIEWS))
 
     def width(self) -> float:
         low, high = self.plausible()

@@ -66,7 +66,7 @@ class PlannedReads:
         remaining = list(batch)
         while remaining:
             factors = calibration.factors() if calibration is not None else None
-            planned = calibration.share() if calibration is not None else 0.0
+            planned = calibration.width() if calibration is not None else 0.0
             items = await self._order(remaining, drive, layout, urgent, factors)
             step = calibration is not None and _stepwise(remaining, urgent)
             if step:
@@ -109,7 +109,7 @@ class PlannedReads:
 
 
 def _replan(calibration: Calibration, planned: float, reads: int) -> bool:
-    narrowed = planned > 0 and calibration.share() <= planned / 2
+    narrowed = planned > 0 and calibration.width() <= planned / 2
     return narrowed or reads >= REPLAN_EVERY
 
 
