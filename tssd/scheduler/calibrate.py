@@ -66,8 +66,8 @@ class Calibration:
         self._kept = None
 
     def kept(self) -> list[float]:
-        """The candidates the evidence so far leaves plausible (the least unexplained),
-        in increasing order; possibly several narrow groups (aliases)."""
+        """The candidates the evidence so far leaves plausible, in increasing order;
+        possibly several narrow groups (aliases)."""
         if self._kept is None:
             self._kept = self._within(self.error)
         return self._kept
