@@ -11,24 +11,33 @@ estimates loses to position order (docs/benchmarks.md, "RAO on estimated geometr
 Every read reports how long its locate took (``ReadResult.locate_s``, which any backend
 can time). The factors whose locate model explains those times are the ones still
 plausible; a session plans its reads on them (:func:`tssd.scheduler.rao.order_reads`,
-each hop the least on average over them) and plans again once they narrow. The evidence
-is the summed absolute error per candidate factor, O(candidates) per read.
+each hop the least on average over them) and plans again once they narrow.
+
+The evidence of a factor is the summed absolute difference between its modelled and the
+measured locate times; the factors within ``TOLERANCE`` of the best one's plus
+``SLACK_S`` stay plausible (what the per-file variation of the true layout leaves
+unexplained by any one factor: on a dense tape it keeps a few candidates around the best,
+over which a tour is robust). One read from BOT times the longitudinal position of its
+target to about a second, which leaves a few narrow *aliases* (the factors that put the
+target a wrap further on, where a serpentine wrap comes back past the same place): the
+plausible set is kept as the candidates themselves, not their range.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from tssd.tape.geometry import Profile
 
 #: Candidate factors each side of 1 across the profile's ``position_spread``.
 STEPS = 24
-#: Reads with a locate before the evidence narrows the candidates.
-MIN_EVIDENCE = 1
 #: A factor stays plausible while its summed error is within this share of the best
-#: one's plus ``SLACK_S`` seconds: what the per-file variation of the true layout (object
-#: headers, compressibility) leaves unexplained by any one factor.
+#: one's plus ``SLACK_S`` seconds. (Read as a per-read tolerance from the noise model
+#: instead, three standard deviations of each copy's drift, the plausible set of a dense
+#: tape narrowed to a single factor and its tours lost what they save: docs/benchmarks.md.)
 TOLERANCE = 0.5
 SLACK_S = 2.0
-#: Factors a plan averages over (evenly across the plausible range).
+#: Factors a plan averages over (evenly across the plausible candidates).
 VIEWS = 5
 
 
@@ -39,10 +48,11 @@ class Calibration:
         self.profile = profile
         spread = profile.position_spread
         count = STEPS if spread > 0 else 0
-        step = spread / STEPS if spread > 0 else 0.0
-        self.candidates = [1.0 + step * k for k in range(-count, count + 1)]
+        self.step = spread / STEPS if spread > 0 else 0.0
+        self.candidates = [1.0 + self.step * k for k in range(-count, count + 1)]
         self.error = [0.0] * len(self.candidates)
         self.evidence = 0
+        self._kept: list[float] | None = None
 
     def observe(self, head: int, target: int, locate_s: float) -> None:
         """A read whose locate from estimated offset *head* to *target* took *locate_s*."""
@@ -53,17 +63,41 @@ class Calibration:
             modelled = p.locate_s(int(head * f), int(target * f), capacity)
             self.error[i] += abs(modelled - locate_s)
         self.evidence += 1
+        self._kept = None
+
+    def kept(self) -> list[float]:
+        """The candidates the evidence so far leaves plausible, in increasing order;
+        possibly several narrow groups (aliases)."""
+        if self._kept is None:
+            self._kept = self._within(self.error)
+        return self._kept
+
+    def after(
+        self, head: int, target: int, modelled: dict[float, float], seen: float
+    ) -> list[float]:
+        """The factors that would stay plausible if the locate *head* -> *target* took
+        *seen* seconds; *modelled*: its model time at each plausible factor."""
+        kept = self.kept()
+        index = {f: i for i, f in enumerate(self.candidates)}
+        errors = [self.error[index[f]] + abs(modelled[f] - seen) for f in kept]
+        bound = min(errors) * (1 + TOLERANCE) + SLACK_S
+        return [f for f, e in zip(kept, errors, strict=True) if e <= bound]
+
+    def _within(self, errors: Sequence[float]) -> list[float]:
+        if self.evidence < 1:
+            return list(self.candidates)
+        bound = min(errors) * (1 + TOLERANCE) + SLACK_S
+        return [f for f, e in zip(self.candidates, errors, strict=True) if e <= bound]
 
     def plausible(self) -> tuple[float, float]:
         """The lowest and highest factor the evidence so far leaves plausible."""
-        if self.evidence < MIN_EVIDENCE:
-            return self.candidates[0], self.candidates[-1]
-        bound = min(self.error) * (1 + TOLERANCE) + SLACK_S
-        kept = [f for f, e in zip(self.candidates, self.error, strict=True) if e <= bound]
-        return min(kept), max(kept)
+        kept = self.kept()
+        return kept[0], kept[-1]
 
     def factors(self) -> tuple[float, ...]:
-        """The factors to plan on: ``VIEWS`` of them across the plausible range."""
+        """The factors a tour plans on: ``VIEWS`` of them across the plausible range (a
+        long batch's tour stays robust over the gaps between aliases too; the lookahead
+        of a small batch uses the candidates themselves, ``kept``)."""
         low, high = self.plausible()
         if high <= low:
             return (low,)
@@ -72,3 +106,15 @@ class Calibration:
     def width(self) -> float:
         low, high = self.plausible()
         return high - low
+
+    def share(self) -> float:
+        """The plausible share of the candidates (1.0 before any evidence)."""
+        return len(self.kept()) / len(self.candidates)
+
+
+def spaced(values: Sequence[float], count: int) -> tuple[float, ...]:
+    """At most *count* of *values* (sorted), evenly among them, the ends included."""
+    if len(values) <= count:
+        return tuple(values)
+    last = len(values) - 1
+    return tuple(values[round(k * last / (count - 1))] for k in range(count))

@@ -4,7 +4,9 @@ Without a timing model, with ``rao = "off"``, or where the backend's positions a
 (``position_spread`` 0), the batch is ordered once (:func:`rao.order_reads`). Where they
 are estimates, each read's locate time calibrates the tape (``calibrate.py``): once the
 plausible scales have narrowed to half of what the current order was planned on, or
-``REPLAN_EVERY`` reads after it, the rest of the batch is ordered again on them.
+``REPLAN_EVERY`` reads after it, the rest of the batch is ordered again on them. A small
+batch (``lookahead.MAX_RUNS`` runs, no higher-priority files) is planned again after
+every read, its next read chosen for what its locate time will show (``lookahead.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from tssd.backends.base import ReadItem, ReadResult, TapeBackend
 from tssd.clock import Offload
 from tssd.scheduler.calibrate import Calibration
 from tssd.scheduler.drives import DriveState
+from tssd.scheduler.lookahead import next_read, small
 from tssd.scheduler.rao import OFFLOAD_ABOVE, order_reads
 from tssd.tape.geometry import Profile
 
@@ -65,6 +68,10 @@ class PlannedReads:
             factors = calibration.factors() if calibration is not None else None
             planned = calibration.width() if calibration is not None else 0.0
             items = await self._order(remaining, drive, layout, urgent, factors)
+            step = calibration is not None and _stepwise(remaining, urgent)
+            if step:
+                assert calibration is not None
+                items = _lookahead_first(items, drive.head_offset, calibration)
             done: set[int] = set()
             results = self.backend.read(drive.name, items)
             try:
@@ -75,7 +82,9 @@ class PlannedReads:
                             drive.head_offset, result.item.copy.offset, result.locate_s
                         )
                     yield result
-                    if calibration is not None and _replan(calibration, planned, len(done)):
+                    if step or (
+                        calibration is not None and _replan(calibration, planned, len(done))
+                    ):
                         break
             finally:
                 # Stopped early (a new plan, or the caller's interrupt): end the backend's
@@ -102,3 +111,21 @@ class PlannedReads:
 def _replan(calibration: Calibration, planned: float, reads: int) -> bool:
     narrowed = planned > 0 and calibration.width() <= planned / 2
     return narrowed or reads >= REPLAN_EVERY
+
+
+def _stepwise(items: Sequence[ReadItem], urgent: Mapping[int, float]) -> bool:
+    """Whether *items* are read one lookahead choice at a time (a small batch of one
+    priority: higher-priority files join a tour where their deadline allows, rao.py)."""
+    if any(id(i) in urgent for i in items):
+        return False
+    return small(sorted((i.copy.offset, i.copy.size) for i in items))
+
+
+def _lookahead_first(
+    items: Sequence[ReadItem], head: int, calibration: Calibration
+) -> list[ReadItem]:
+    """*items* (planned) with the lookahead's choice first, the rest as planned."""
+    ordered = sorted(items, key=lambda i: i.copy.offset)
+    spans = [(i.copy.offset, i.copy.size) for i in ordered]
+    first = ordered[next_read(spans, head, calibration)]
+    return [first, *(i for i in items if i is not first)]
