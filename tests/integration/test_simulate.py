@@ -200,3 +200,37 @@ def test_no_session_without_work_on_the_paths_without_a_planner(
         assert sessions == files
     else:
         assert sessions <= 2 * mounts
+
+
+def test_tss_reads_a_tape_with_urgent_requests_without_claiming_it_per_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 18 point 7: tss has no priorities, so a priority request claimed with a
+    tape's queue must not end the batch after each file (the rest given back and claimed
+    again: a claim per file, quadratic in the queue)."""
+    catalog, requests = write_campaign(tmp_path, tapes=3, files=40, seed=11)
+    with requests.open() as fh:
+        rows = list(csv.reader(fh))[1:]
+    with requests.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["pnfsid", "at", "priority", "queue"])
+        w.writerows([p, at, 10, "urgent"] if i % 20 == 0 else [p, at, 0, "default"]
+                    for i, (p, at) in enumerate(rows))  # fmt: skip
+    from tssd.db.scheduling import Scheduling
+
+    claims = 0
+    claim_recalls = Scheduling.claim_recalls
+
+    async def counted(self: Scheduling, *args: object, **kw: object) -> object:
+        nonlocal claims
+        claims += 1
+        return await claim_recalls(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Scheduling, "claim_recalls", counted)
+    report = run(catalog, requests, profile="lto9", drives=2, policy="tss")
+    assert report["files"] == len(rows) and report["failed"] == 0
+    mounts, sessions = report["mounts"], report["sessions"]
+    assert isinstance(mounts, int) and isinstance(sessions, int)
+    assert sessions <= 2 * mounts
+    # A claim per pass (arrivals behind the head add passes), not one per file.
+    assert claims <= len(rows) // 4

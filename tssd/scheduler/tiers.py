@@ -76,6 +76,11 @@ class PriorityTiers:
     def hold(self, drive: str, held: dict[int, tuple[int, float]]) -> None:
         """Claimed higher-priority requests of *drive*'s batch (id: (priority, arrival)),
         read first once due."""
+        if self.planner is None:
+            # No request interrupts these policies' passes; held here (with no arrival
+            # known) each would end its batch after one file, and the pass would claim
+            # and give back the tape's queue once per file (issue 18).
+            return
         self._held[drive] = held
 
     def reached(self, drive: str, request_id: int) -> None:
