@@ -132,7 +132,9 @@ class Candidates:
             # On the session's connection, not through the ORM: its row handling cost three
             # times the CPU of the load itself (16 s for a million recalls; issue 22).
             conn = await session.connection()
-            result = await conn.stream(PENDING.execution_options(yield_per=10_000))
+            # A part per loop turn: parts of 10,000 rows held the loop 30-60 ms each while
+            # the background resync ran, and a drive freed meanwhile waited (issue 22).
+            result = await conn.stream(PENDING.execution_options(yield_per=1_000))
             async for part in result.partitions():
                 for row in part:
                     yield tuple(row)  # type: ignore[misc]

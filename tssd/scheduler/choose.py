@@ -36,7 +36,9 @@ from tssd.tape.geometry import Profile
 
 log = structlog.get_logger()
 #: Entries added to the new index per loop turn while a resync rebuilds it.
-RESYNC_CHUNK = 10_000
+RESYNC_CHUNK = 1_000
+#: Old tapes released per loop turn after a resync (a few thousand entries).
+RESYNC_TAPES = 10
 
 
 @dataclass
@@ -159,13 +161,17 @@ class Chooser:
         # The aggregates replace() compares, computed a chunk of tapes per loop turn.
         for i, tape in enumerate(fresh.tapes.values()):
             tape.summary()
-            if i % 100 == 99:
+            if i % 10 == 9:
                 await asyncio.sleep(0)
-        self.planner.replace(fresh)
+        retired = self.planner.replace(fresh)
         # A million loaded entries made every full collection of the cyclic GC walk them
         # (0.3-0.8 s, stalling the decision of whichever pass allocated): the long-lived
         # index goes to the permanent generation (issue 22).
         gc.freeze()
+        # Freed a few tapes per loop turn: dropping a million entries at once is a stall.
+        while retired:
+            del retired[-RESYNC_TAPES:]
+            await asyncio.sleep(0)
         self.queues = await load_queues(self.queue_rows)
         self.resynced_at = self.clock.now()
         log.debug("planner.resynced", pending=len(self.planner), tapes=len(self.planner.tapes))

@@ -204,14 +204,15 @@ class Planner:
             fresh.append(entry)
         self.add(fresh)
 
-    def replace(self, fresh: Planner) -> None:
+    def replace(self, fresh: Planner) -> list[TapeQueue]:
         """End a resync with an index built beside this one (``Chooser.resync``, a chunk
         per loop turn), less what was taken meanwhile; the caller kept known arrivals.
 
         Only the tapes whose aggregates differ count as changed: scoring every tape again
         after each periodic resync cost the decision of that pass tens of milliseconds at
         5,000 tapes (issue 22). Call :meth:`TapeQueue.summary` on *fresh*'s tapes first
-        (a chunk per loop turn) so that this compares without walking entries."""
+        (a chunk per loop turn) so that this compares without walking entries. Returns the
+        old tapes, for the caller to release a few per loop turn."""
         taken = self._taken_during_resync or set()
         self._taken_during_resync = None
         for request_id in taken:
@@ -221,9 +222,11 @@ class Planner:
         self.changed.update(
             v for v, t in fresh.tapes.items() if v in old and old[v].summary() != t.summary()
         )
+        retired = list(old.values())
         self.tapes.clear()
         self.tapes.update(fresh.tapes)
         self._where = fresh._where
+        return retired
 
     def queues(self) -> Iterator[TapeQueue]:
         return iter(self.tapes.values())
