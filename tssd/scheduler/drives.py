@@ -25,11 +25,6 @@ from tssd.scheduler.queues import MountLedger
 
 log = structlog.get_logger()
 
-#: A running mount's counters reach its row at most this often (seconds, clock time):
-#: ``tssctl mounts`` shows them at most this far behind, and the dismount writes the
-#: final ones. Sessions of one file (policy fifo) would otherwise write them per file.
-STATS_EVERY_S = 300.0
-
 
 @dataclass
 class DriveState:
@@ -52,8 +47,6 @@ class DriveState:
     passes: int = 0
     #: The drive asked for cleaning (TapeAlert 20 "clean now"): rule drive_cleaning_due.
     cleaning_due: bool = False
-    #: When the mount's counters were last written to its row (clock time).
-    flushed_at: float = 0.0
 
     @property
     def state(self) -> str:
@@ -224,7 +217,6 @@ class DriveManager:
         drive.volume, drive.mount_id, drive.mounted_at = volume, mount_id, start
         drive.files = drive.bytes = drive.head_offset = 0
         drive.transfer_s = 0.0
-        drive.flushed_at = ready
         drive.purposes = {purpose}
         await self.mounts.mounted(drive.name, volume, mount_id)
         self.metrics.mounts_total.inc()
@@ -290,10 +282,9 @@ class DriveManager:
         return {"bytes_last_minute": moved, "mb_s": round(moved / window_s / 1e6, 3)}
 
     async def flush_stats(self, drive: DriveState) -> None:
-        """Persist the running mount's counters (tssctl mounts reads them), unless they
-        were written less than :data:`STATS_EVERY_S` ago."""
-        now = self.clock.now()
-        if drive.mount_id is None or now - drive.flushed_at < STATS_EVERY_S:
+        """Persist the running mount's counters at the end of each session: `tssctl
+        mounts` shows a mounted tape's files as soon as a session on it ends. Throttled
+        once, it showed them up to minutes late; the write is one core statement."""
+        if drive.mount_id is None:
             return
-        drive.flushed_at = now
         await self.mounts.save_stats(drive.mount_id, drive.files, drive.bytes, drive.transfer_s)
