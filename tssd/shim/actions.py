@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 import sys
 import time
 
@@ -31,10 +30,9 @@ from tssd.shim.args import (
     HsmExit,
     Location,
     Options,
-    StorageInfo,
     Transfer,
 )
-from tssd.shim.names import is_hex
+from tssd.shim.poolfiles import check_destination, check_source, finish_recall, part_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,9 +46,6 @@ if TYPE_CHECKING:
 # API documents pass through; anything else a daemon might invent becomes a retryable 1.
 PASS_THROUGH = frozenset({EXIT_PERMANENT, 32, EXIT_NO_SPACE, EXIT_READ, EXIT_WRITE})
 FINISHED = frozenset({"done", "failed", "cancelled", "abandoned"})
-# tssd writes a recall beside its destination under this name; the call that reports the
-# recall renames it into place (docs/dcache.md, "Delivery"). Same as tssd.files.
-PART_SUFFIX = ".tssd-part"
 WAIT_S = 30
 # The HTTP read must outlive the server-side wait, or every quiet wait looks like an outage.
 WAIT_READ_S = WAIT_S + 30
@@ -283,112 +278,6 @@ def mark_reported(client: fastclient.Client, request_id: int) -> None:
         client.call("POST", f"/v1/requests/{request_id}/reported", {})
     except (fastclient.WireError, fastclient.ApiError):
         pass
-
-
-def check_source(path: str, size: int) -> None:
-    # O_NONBLOCK: a FIFO must not make this call wait for a writer; O_NOFOLLOW: a pool's
-    # replica is never a symlink, so one here was planted.
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise HsmExit(EXIT_READ, f"cannot read source {path}: {exc.strerror or exc}") from exc
-    try:
-        st = os.fstat(fd)
-    finally:
-        os.close(fd)
-    if not stat.S_ISREG(st.st_mode):
-        raise HsmExit(EXIT_READ, f"source {path} is not a regular file")
-    actual = st.st_size
-    if actual != size:
-        raise HsmExit(
-            EXIT_READ, f"source {path} has {actual} bytes but the storage info says {size}"
-        )
-
-
-def check_destination(path: str) -> None:
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        raise HsmExit(EXIT_WRITE, f"destination directory {directory} does not exist")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise HsmExit(EXIT_WRITE, f"destination directory {directory} is not writable")
-
-
-def part_path(path: str) -> str:
-    directory, name = os.path.split(path)
-    return os.path.join(directory, f".{name}{PART_SUFFIX}")
-
-
-def claim_part(request: Request, path: str) -> None:
-    """Rename tssd's part file into place: the file appears only through this call.
-
-    Either this rename or tssd's removal of an unclaimed part file wins; losing means the
-    recall was abandoned (exit 1: dCache retries with a new recall). A part file already
-    renamed by an earlier call of this stage leaves the file in place (checked next).
-    """
-    if request.get("delivery") != "claim":
-        return
-    try:
-        os.rename(part_path(path), path)
-    except FileNotFoundError:
-        if not os.path.lexists(path):
-            raise HsmExit(
-                EXIT_OTHER,
-                f"request {request['id']} finished but its part file is gone "
-                "(abandoned: unclaimed for longer than tssd's delivery.claim_timeout_s)",
-            ) from None
-    except OSError as exc:
-        code = EXIT_NO_SPACE if exc.errno == errno.ENOSPC else EXIT_WRITE
-        raise HsmExit(code, f"cannot rename the recalled file to {path}: {exc.strerror}") from exc
-
-
-def finish_recall(request: Request, path: str, si: StorageInfo) -> None:
-    size, actual = request.get("size"), request.get("adler32")
-    claim_part(request, path)
-    check_delivered(request["id"], path, size if type(size) is int else si.size)
-    if not isinstance(actual, str) or not is_hex(actual, 8):
-        raise HsmExit(EXIT_OTHER, f"request {request['id']} is done but reports no adler32")
-    actual = actual.lower().zfill(8)
-    if si.adler32 is not None and actual != si.adler32:
-        # No .crcval: dCache only reads it after exit 0, so it would be litter in the pool.
-        raise HsmExit(
-            EXIT_PERMANENT,
-            f"adler32 of recalled {path} is {actual} but flag-c says {si.adler32}",
-        )
-    write_crcval(path, actual)
-
-
-def check_delivered(request_id: int, path: str, size: int) -> None:
-    # The daemon said done, so a missing or short file is its mistake, not the pool disk's:
-    # exit 1 lets dCache retry instead of disabling the pool as 43 would.
-    try:
-        actual = os.stat(path).st_size
-    except OSError as exc:
-        raise HsmExit(
-            EXIT_OTHER, f"request {request_id} is done but {path} is unusable: {exc.strerror}"
-        ) from exc
-    if actual != size:
-        raise HsmExit(
-            EXIT_OTHER, f"request {request_id} is done but {path} has {actual} bytes, not {size}"
-        )
-
-
-def write_crcval(path: str, adler32: str) -> None:
-    # Written under a temporary name so dCache never reads a half-written checksum.
-    target = path + ".crcval"
-    temporary = f"{target}.{os.getpid()}.tmp"
-    try:
-        with open(temporary, "w", encoding="ascii") as fh:
-            fh.write(adler32 + "\n")
-        os.replace(temporary, target)
-    except OSError as exc:
-        code = EXIT_NO_SPACE if exc.errno == errno.ENOSPC else EXIT_WRITE
-        raise HsmExit(code, f"cannot write {target}: {exc.strerror or exc}") from exc
-    finally:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
 
 
 def _compact(body: Request) -> Request:
