@@ -20,6 +20,7 @@ the end of wrap 0), and why sequence order is not always the cheapest order (RAO
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -340,7 +341,7 @@ def reported(profile: Profile, ends: Sequence[int]) -> Profile | None:
     (all data in wrap 0) or one that does not increase says nothing: None.
     """
     complete = tuple(int(e) for e in ends[:-1])
-    if not complete or complete[0] <= 0 or any(b <= a for a, b in zip(complete, complete[1:])):
+    if not complete or complete[0] <= 0 or any(b <= a for a, b in itertools.pairwise(complete)):
         return None
     return dataclasses.replace(
         profile,

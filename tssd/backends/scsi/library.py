@@ -218,7 +218,8 @@ class ScsiLibrary(TapeBackend):
         known = self._reports.get(volume)
         if known is None:
             state = next((d for d in self._drives.values() if d.volume == volume), None)
-            row = await self._catalog.tape(volume) if state and state.tape else None
+            asked = state and state.tape and state.wraps.supported is not False
+            row = await self._catalog.tape(volume) if asked else None
             if state is not None and state.tape is not None and row is not None and row.used:
                 first = row.next_block - row.used // row.block_size
                 known = await drive_geometry(

@@ -70,7 +70,8 @@ async def drive_geometry(
             reports.supported = False
         if not reports.logged:
             reports.logged = True
-            log.warning(
+            # A refusal is what tgt, mhVTL and most drives answer: info; a failure: warning.
+            (log.info if unsupported else log.warning)(
                 "scsi.drive.wrap_ends_unavailable",
                 drive=drive,
                 device=tape.path,

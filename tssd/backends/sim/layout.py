@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import random
 from collections.abc import Sequence
 
@@ -86,11 +87,11 @@ def wrap_report(
     knots: list[tuple[int, int]] = [(0, 0)]
     for (_, offset, size), (start, end) in zip(objects, places, strict=True):
         knots += [(start, offset), (end, offset + size)]
-    physical_end, logical_end = knots[-1]
+    logical_end = knots[-1][1]
     ends: list[int] = []
     boundary, k = wrap_bytes, 0
-    for (p0, c0), (p1, c1) in zip(knots, knots[1:]):
-        while boundary < min(p1, physical_end) and p1 > p0:
+    for (p0, c0), (p1, c1) in itertools.pairwise(knots):
+        while boundary < p1:  # p1 > p0 then: the boundary is at or past p0
             k += 1
             ends.append(c0 + round((boundary - p0) * (c1 - c0) / (p1 - p0)))
             boundary = (k + 1) * wrap_bytes
