@@ -288,8 +288,9 @@ async def test_restart_with_an_unloaded_tape_in_a_drive(
 async def test_a_drive_without_read_end_of_wrap_position_leaves_the_nominal_geometry(
     open_library: Factory, tmp_path: Path
 ) -> None:
-    """The emulated drives reject READ END OF WRAP POSITION as tgt does (usr/ssc.c has
-    no MAINTENANCE IN): the mount works, the geometry is the media type's nominal one,
+    """The emulated drives reject READ END OF WRAP POSITION as tgt does (usr/spc.c,
+    spc_service_action: MAINTENANCE IN service actions other than 0Ch get ILLEGAL REQUEST,
+    invalid field in CDB): the mount works, the geometry is the media type's nominal one,
     the refusal is logged once per drive and the drive is not asked again."""
     async with open_library() as library:
         drive = (await library.drives())[0].name

@@ -4,8 +4,9 @@ The command and its reply are laid out as CTA reads them (cern-cta/CTA,
 tapeserver/castor/tape/tapeserver/SCSI/Structures.hpp: ``readEndOfWrapPositionCDB_t``,
 ``readEndOfWrapPositionDataLongForm_t``; drive/DriveGeneric.cpp:
 ``DriveLTO::getEndOfWrapPositions``; rao/RAOHelpers.cpp: the last descriptor is the end
-of data, not a wrap's end). A drive that rejects it (tgt's usr/ssc.c has no MAINTENANCE
-IN) leaves the nominal geometry.
+of data, not a wrap's end). A drive that rejects it leaves the nominal geometry: tgt
+(usr/spc.c, spc_service_action) answers MAINTENANCE IN service actions other than 0Ch
+with ILLEGAL REQUEST, invalid field in CDB.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class _Tape:
 
 async def test_a_drive_that_refuses_is_logged_once_and_not_asked_again() -> None:
     refused = CommandUnsupported(
-        "/dev/nst7", "READ END OF WRAP POSITION", Sense(ILLEGAL_REQUEST, 0x20)
+        "/dev/nst7", "READ END OF WRAP POSITION", Sense(ILLEGAL_REQUEST, 0x24)
     )
     tape, reports = _Tape(refused), wraps.WrapReports()
     with capture_logs() as logs:

@@ -2,7 +2,9 @@
 
 Backend-neutral: the simulated library times its hardware with a profile; any backend
 that knows a volume's media type gives the scheduler that type's nominal geometry
-(:meth:`tssd.backends.base.TapeBackend.geometry`), on which software RAO plans.
+(:meth:`tssd.backends.base.TapeBackend.geometry`), on which software RAO plans, or, where
+the volume's drive reports where its wraps end (READ END OF WRAP POSITION), that
+geometry with the reported wrap ends (:func:`reported`, ``Profile.wrap_ends``).
 
 Figures come from reference.md section 4 (IBM/Oracle drive specifications) and section 1
 (GridKa measurements); where a vendor gives none, the value is an estimate and says so.

@@ -324,12 +324,13 @@ class FileTape:
         return True
 
     def end_of_wrap_positions(self) -> list[WrapEnd]:
-        """Rejected like tgt (usr/ssc.c has no MAINTENANCE IN), unless the drive is set
+        """Rejected like tgt (usr/spc.c, spc_service_action: MAINTENANCE IN knows only
+        service action 0Ch; others: ILLEGAL REQUEST, invalid field in CDB), unless set
         to report wraps of ``wrap_blocks`` logical objects, as an IBM LTO-7+ would: the
         last object of each full wrap, then the last object written."""
         if self.wrap_blocks <= 0:
             raise CommandUnsupported(
-                self.path, "READ END OF WRAP POSITION", Sense(ILLEGAL_REQUEST, 0x20)
+                self.path, "READ END OF WRAP POSITION", Sense(ILLEGAL_REQUEST, 0x24)
             )
         written = len(self._image.records)
         full = max(0, written - 1) // self.wrap_blocks
