@@ -216,3 +216,26 @@ async def test_a_drive_that_answers_gives_the_reported_geometry() -> None:
     got = await wraps.drive_geometry(_Tape(answer), "D1", reports, LTO9, 2, 1 << 20)  # type: ignore[arg-type]
     assert got is not None and reports.supported is True
     assert got.wrap_ends == (1000 << 20, 2000 << 20)
+
+
+def test_st_drive_asks_through_sg_past_a_unit_attention(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What tgt answered in tests/vm: first a unit attention (power on, reset: reported
+    once per nexus), then ILLEGAL REQUEST, invalid field in CDB (usr/spc.c)."""
+    from tssd.backends.scsi.sense import UNIT_ATTENTION
+    from tssd.backends.scsi.tapedev import StTape
+
+    replies = [
+        sgio.Reply(2, Sense(UNIT_ATTENTION, 0x29), b""),
+        sgio.Reply(2, Sense(ILLEGAL_REQUEST, 0x24), b""),
+    ]
+    monkeypatch.setattr(sgio, "sg_of", lambda path: "/dev/sg1")
+    monkeypatch.setattr(sgio, "end_of_wrap_positions", lambda path: replies.pop(0))
+    tape = object.__new__(StTape)
+    tape.path = "/dev/nst0"
+    with pytest.raises(CommandUnsupported):
+        tape.end_of_wrap_positions()
+    assert not replies
+    body = _descriptor(0, 0, 99) + _descriptor(1, 0, 150)
+    good = (2 + len(body)).to_bytes(2, "big") + bytes(2) + body
+    monkeypatch.setattr(sgio, "end_of_wrap_positions", lambda path: sgio.Reply(0, None, good))
+    assert tape.end_of_wrap_positions() == [WrapEnd(0, 0, 99), WrapEnd(1, 0, 150)]

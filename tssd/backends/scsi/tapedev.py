@@ -206,7 +206,10 @@ class StTape:
         sg = sgio.sg_of(self.path)
         if sg is None:
             raise CommandUnsupported(self.path, f"{what} (no sg device)", None)
-        reply = sgio.end_of_wrap_positions(sg)
+        for _ in range(2):  # a unit attention (after a load or a reset) is reported once
+            reply = sgio.end_of_wrap_positions(sg)
+            if reply.sense is None or reply.sense.key != UNIT_ATTENTION:
+                break
         if reply.sense is not None and reply.sense.unsupported:
             raise CommandUnsupported(self.path, what, reply.sense)
         if not reply.good:
