@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
+from structlog.testing import capture_logs
 
 from tssd.backends.base import ReadItem, TapeCopy, WriteItem
 from tssd.backends.scsi import emulated
@@ -29,6 +30,7 @@ from tssd.errors import ConfigError, PermanentBackendError, TransientBackendErro
 from tssd.files import FileSink, FileSource
 from tssd.metrics import Metrics
 from tssd.retry import Retrier, RetryPolicy
+from tssd.tape.geometry import ESTIMATE_SPREAD
 
 KiB = 1024
 SC = "atlas:tape"
@@ -281,3 +283,50 @@ async def test_restart_with_an_unloaded_tape_in_a_drive(
         ]
         assert results[0].error is None
         assert (tmp_path / "o").read_bytes() == (tmp_path / "in0").read_bytes()
+
+
+async def test_a_drive_without_read_end_of_wrap_position_leaves_the_nominal_geometry(
+    open_library: Factory, tmp_path: Path
+) -> None:
+    """The emulated drives reject READ END OF WRAP POSITION as tgt does (usr/spc.c,
+    spc_service_action: MAINTENANCE IN service actions other than 0Ch get ILLEGAL REQUEST,
+    invalid field in CDB): the mount works, the geometry is the media type's nominal one,
+    the refusal is logged once per drive and the drive is not asked again."""
+    async with open_library() as library:
+        drive = (await library.drives())[0].name
+        copies = await write(library, drive, items(tmp_path, [9000] * 3))
+        volume = copies[0].volume
+        with capture_logs() as logs:
+            for _ in range(2):
+                await library.dismount(drive)
+                await library.mount(drive, volume)
+                geometry = await library.geometry(volume)
+                assert geometry is not None and not geometry.wrap_ends
+                assert geometry.position_spread == ESTIMATE_SPREAD
+        events = [e for e in logs if e["event"] == "scsi.drive.wrap_ends_unavailable"]
+        assert len(events) == 1 and events[0]["drive"] == drive and events[0]["unsupported"]
+
+
+async def test_a_drive_reporting_its_wraps_places_the_objects(
+    open_library: Factory, vtl: Path, tmp_path: Path
+) -> None:
+    """An IBM-like drive (emulated: 5 logical objects per wrap) reports each wrap's last
+    object; the label and its filemark are objects 0 and 1, each object of 9,000 bytes a
+    header, three 4 KiB data blocks and a filemark: object k starts block 2 + 5k, which
+    is on wrap (2 + 5k) // 5 = k."""
+    async with open_library() as library:
+        drive = (await library.drives())[0].name
+        faults(vtl, wrap_blocks={drive: 5})
+        copies = await write(library, drive, items(tmp_path, [9000] * 6))
+        await library.dismount(drive)
+        volume = copies[0].volume
+        await library.mount(drive, volume)
+        geometry = await library.geometry(volume)
+        assert geometry is not None and geometry.position_spread == 0.0
+        assert geometry.wrap_ends == tuple(b * 4 * KiB for b in (3, 8, 13, 18, 23, 28))
+        cap = geometry.capacity_bytes
+        assert [geometry.wrap_of(c.offset, cap) for c in copies] == list(range(6))
+        # Written again: the report is asked again at the next look.
+        _ = await write(library, drive, items(tmp_path, [9000], start=6))
+        again = await library.geometry(volume)
+        assert again is not None and len(again.wrap_ends) == 7

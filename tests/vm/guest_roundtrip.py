@@ -102,12 +102,19 @@ async def main() -> None:
         started = time.monotonic()
         volumes = sorted({c.volume for c in copies})
         mount_s = []
+        geometries = []
         for n, volume in enumerate(volumes):
             drive = drives[n % len(drives)]
             t0 = time.monotonic()
             await lib.mount(drive, volume)
             mount_s.append(time.monotonic() - t0)
             loads += 1
+            # READ END OF WRAP POSITION after the mount: tgt rejects it, the geometry stays
+            # the nominal one of the barcode's media (L8).
+            geometry = await lib.geometry(volume)
+            geometries.append(
+                [len(geometry.wrap_ends), geometry.position_spread] if geometry else None
+            )
             on_tape = sorted((c for c in copies if c.volume == volume), key=lambda c: c.position)
             items = [ReadItem(c, FileSink(out / c.pnfsid)) for c in on_tape]
             async for result in lib.read(drive, items):
@@ -115,6 +122,7 @@ async def main() -> None:
             await lib.dismount(drive)
         read_s = time.monotonic() - started
         positioning = lib.positioning()
+        wrap_reports = {d.name: d.wraps.supported for d in lib._drives.values()}
     await engine.dispose()
     total = sum(c.size for c in copies)
     summary.update(
@@ -127,6 +135,8 @@ async def main() -> None:
         recall_loads=loads,
         mount_s=[round(s, 2) for s in mount_s],
         positioning=positioning,
+        geometries=geometries,
+        wrap_reports=wrap_reports,
         copies=[[c.pnfsid, c.volume, c.position, c.adler32] for c in copies],
     )
     print("ROUNDTRIP " + json.dumps(summary))

@@ -74,6 +74,10 @@ def test_500_files_round_trip_with_rollover(vm: GuestVM) -> None:
     assert summary["recall_loads"] >= len(vm.library.drives if vm.library else [])
     # tgt rejects LOCATE: every drive that positioned fell back to spacing filemarks.
     assert set(summary["positioning"].values()) == {"rewind+space filemarks (no LOCATE)"}
+    # tgt rejects READ END OF WRAP POSITION (ILLEGAL REQUEST): each drive was asked once,
+    # learnt it unsupported, and RAO got the nominal LTO-8 geometry (3 % spread).
+    assert set(summary["wrap_reports"].values()) == {False}
+    assert all(g == [0, 0.03] for g in summary["geometries"]), summary["geometries"]
     # The changer names the drive behind each element (READ ELEMENT STATUS, DVCID), in
     # the order of st's devices here; tgt cuts the last element's name short (None).
     assert vm.library is not None

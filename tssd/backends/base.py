@@ -227,11 +227,15 @@ class TapeBackend(abc.ABC):
 
         A media model (:class:`~tssd.tape.geometry.Profile`) whose ``capacity_bytes`` is
         this volume's; the ``offset`` of each :class:`TapeCopy` on the volume is the copy's
-        position in it. Only what the backend can know: the drive's own report (READ END
-        OF WRAP POSITION), else the nominal geometry of the volume's media type with
-        offsets estimated from the sizes of the objects before the copy (the true layout
-        differs by compression and rewritten blocks). None when the media is unknown:
-        the scheduler then reads in position order. Raises nothing but
+        position in it. Only what the backend can know, best first: once the volume is
+        mounted, the drive's own report (READ END OF WRAP POSITION, IBM LTO-7 and later):
+        the profile's ``wrap_ends`` (:func:`~tssd.tape.geometry.reported`, in the offsets'
+        space) with ``position_spread`` 0; else the nominal geometry of the volume's media
+        type, offsets estimated from the sizes of the objects before the copy (the true
+        layout differs by compression and rewritten blocks) and ``position_spread`` how far
+        they may be off. The scheduler asks after each mount, before the first read. None
+        when the media is unknown: the scheduler then reads in position order. Raises
+        nothing but
         :class:`~tssd.errors.TransientBackendError` (the scheduler then reads in position
         order too).
         """

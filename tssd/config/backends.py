@@ -95,6 +95,15 @@ class SimSettings:
             "size (headers, file mark, compressibility). 0 = none."
         ),
     )
+    drive_geometry: bool = field(
+        default=False,
+        metadata=_doc(
+            "The simulated drives answer READ END OF WRAP POSITION as IBM LTO-7 and later "
+            "do: once a tape is mounted the scheduler plans on the wrap ends of its true "
+            "layout, as the SCSI backend's would. Off: what an IBM SP site knows (its "
+            "client does not talk to drives), the media type's nominal geometry."
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -240,7 +240,9 @@ class SessionRunner(WritableBatches):
             self.planner.add(entries)
 
     async def _learn_layout(self, volume: str) -> None:
-        if volume in self.layouts or self.rao == "off":
+        # At every mount until a drive has reported the tape's own (another drive may).
+        known = self.layouts.get(volume)
+        if self.rao == "off" or (known is not None and known.wrap_ends):
             return
         try:
             self.layouts[volume] = await self.backend.geometry(volume)

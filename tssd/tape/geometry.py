@@ -2,7 +2,9 @@
 
 Backend-neutral: the simulated library times its hardware with a profile; any backend
 that knows a volume's media type gives the scheduler that type's nominal geometry
-(:meth:`tssd.backends.base.TapeBackend.geometry`), on which software RAO plans.
+(:meth:`tssd.backends.base.TapeBackend.geometry`), on which software RAO plans, or, where
+the volume's drive reports where its wraps end (READ END OF WRAP POSITION), that
+geometry with the reported wrap ends (:func:`reported`, ``Profile.wrap_ends``).
 
 Figures come from reference.md section 4 (IBM/Oracle drive specifications) and section 1
 (GridKa measurements); where a vendor gives none, the value is an estimate and says so.
@@ -20,7 +22,10 @@ the end of wrap 0), and why sequence order is not always the cheapest order (RAO
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +76,11 @@ class Profile:
     #: rewrite factor (``ESTIMATE_SPREAD``). RAO then keeps only orders that win over
     #: that range of factors.
     position_spread: float = 0.0
+    #: Where each wrap ends, in the catalog's offset space (the offset of the first byte
+    #: of the next wrap), from the drive's own report (READ END OF WRAP POSITION,
+    #: :func:`reported`); the wraps after the last one reported are extrapolated at
+    #: their mean length. Empty: wraps of ``capacity / wraps`` bytes (nominal geometry).
+    wrap_ends: tuple[int, ...] = ()
 
     # -- geometry ----------------------------------------------------------------------
 
@@ -78,6 +88,8 @@ class Profile:
         return max(1, capacity // self.wraps)
 
     def wrap_of(self, offset: int, capacity: int) -> int:
+        if self.wrap_ends:
+            return _reported_place(self.wrap_ends, offset, self.wraps)[0]
         return min(self.wraps - 1, max(0, offset) // self.wrap_bytes(capacity))
 
     def band_of(self, offset: int, capacity: int) -> int:
@@ -86,6 +98,9 @@ class Profile:
 
     def longitudinal(self, offset: int, capacity: int) -> float:
         """Head position along the tape for byte *offset*: 0.0 at BOT, 1.0 at EOT."""
+        if self.wrap_ends:
+            wrap, along = _reported_place(self.wrap_ends, offset, self.wraps)
+            return along if wrap % 2 == 0 else 1.0 - along
         wrap_bytes = self.wrap_bytes(capacity)
         wrap = self.wrap_of(offset, capacity)
         along = min(1.0, (max(0, offset) - wrap * wrap_bytes) / wrap_bytes)
@@ -106,13 +121,22 @@ class Profile:
         """
         if head_offset == target_offset:
             return 0.0
-        wrap_bytes = max(1, capacity // self.wraps)
-        head_wrap = min(self.wraps - 1, max(0, head_offset) // wrap_bytes)
-        target_wrap = min(self.wraps - 1, max(0, target_offset) // wrap_bytes)
-        distance = abs(
-            _along(target_offset, target_wrap, wrap_bytes)
-            - _along(head_offset, head_wrap, wrap_bytes)
-        )
+        if self.wrap_ends:
+            head_wrap, head_along = _reported_place(self.wrap_ends, head_offset, self.wraps)
+            target_wrap, target_along = _reported_place(self.wrap_ends, target_offset, self.wraps)
+            if head_wrap % 2:
+                head_along = 1.0 - head_along
+            if target_wrap % 2:
+                target_along = 1.0 - target_along
+            distance = abs(target_along - head_along)
+        else:
+            wrap_bytes = max(1, capacity // self.wraps)
+            head_wrap = min(self.wraps - 1, max(0, head_offset) // wrap_bytes)
+            target_wrap = min(self.wraps - 1, max(0, target_offset) // wrap_bytes)
+            distance = abs(
+                _along(target_offset, target_wrap, wrap_bytes)
+                - _along(head_offset, head_wrap, wrap_bytes)
+            )
         cost = self.locate_base_s + distance * self.locate_full_s
         if head_wrap != target_wrap:
             cost += self.wrap_change_s
@@ -299,6 +323,48 @@ def get_profile(name: str) -> Profile:
     except KeyError:
         valid = ", ".join(sorted(PROFILES))
         raise ConfigError(f"unknown sim.profile {name!r}: choose one of {valid}") from None
+
+
+#: How far positions on a drive-reported geometry may be off: 0, the wraps are the
+#: drive's own and a copy's place along its wrap is interpolated between the wrap's ends
+#: (what is left, the per-object variation within one wrap, is a fraction of a second
+#: of locate: docs/benchmarks.md, "The drive's own report").
+REPORTED_SPREAD = 0.0
+
+
+def reported(profile: Profile, ends: Sequence[int]) -> Profile | None:
+    """*profile* with the wrap ends a drive reported, as offsets in the catalog's offset
+    space, in wrap order (wrap 0 first); None when the report says nothing useful.
+
+    The drive's last descriptor is the end of data, not the end of a wrap (IBM's LTO
+    SCSI reference; CTA's ``RAOHelpers::improveEndOfLastWrapPositionIfPossible`` replaces
+    it with the mean wrap length): it is dropped, and the wraps after the last complete
+    one are extrapolated at the mean length of the complete ones. A report of one wrap
+    (all data in wrap 0) or one that does not increase says nothing: None.
+    """
+    complete = tuple(int(e) for e in ends[:-1])
+    if not complete or complete[0] <= 0 or any(b <= a for a, b in itertools.pairwise(complete)):
+        return None
+    return dataclasses.replace(
+        profile,
+        wrap_ends=complete,
+        position_spread=REPORTED_SPREAD,
+        wraps=max(profile.wraps, len(complete) + 1),
+    )
+
+
+def _reported_place(ends: tuple[int, ...], offset: int, wraps: int) -> tuple[int, float]:
+    """(wrap, share of the wrap's length from its start) of *offset* on reported *ends*."""
+    offset = max(0, offset)
+    wrap = bisect_right(ends, offset)
+    if wrap < len(ends):
+        start = ends[wrap - 1] if wrap else 0
+        return wrap, (offset - start) / (ends[wrap] - start)
+    last = ends[-1]
+    mean = max(1, last // len(ends))
+    wrap = min(wraps - 1, len(ends) + (offset - last) // mean)
+    start = last + (wrap - len(ends)) * mean
+    return wrap, min(1.0, (offset - start) / mean)
 
 
 def _along(offset: int, wrap: int, wrap_bytes: int) -> float:

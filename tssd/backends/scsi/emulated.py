@@ -35,7 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from tssd.backends.scsi.drivestatus import DriveStatus
-from tssd.backends.scsi.sense import ILLEGAL_REQUEST, LocateUnsupported, Sense
+from tssd.backends.scsi.sense import (
+    ILLEGAL_REQUEST,
+    CommandUnsupported,
+    LocateUnsupported,
+    Sense,
+)
+from tssd.backends.scsi.sgio import WrapEnd
 
 #: Fault injection (faults.json): what a test or a demo can make the library do.
 FAULTS = {
@@ -44,6 +50,8 @@ FAULTS = {
     "media_errors": "{volume: [block ids]}: reading or locating to those blocks fails (EIO)",
     "write_protected": "[volumes] whose write-protect tab is set",
     "locate_unsupported": "[serials] of drives that reject LOCATE like tgt (ILLEGAL REQUEST)",
+    "wrap_blocks": "{serial: n}: that drive answers READ END OF WRAP POSITION, n logical "
+    "objects per wrap (the others reject it like tgt)",
 }
 
 _RECORD = struct.Struct(">cI")
@@ -234,6 +242,7 @@ class FileTape:
         self.write_protected = volume in faults.get("write_protected", [])
         self.bad_blocks = set(faults.get("media_errors", {}).get(volume, []))
         self.no_locate = serial in faults.get("locate_unsupported", [])
+        self.wrap_blocks = int(faults.get("wrap_blocks", {}).get(serial, 0))
         self._image = _Image(
             self.root / "tapes" / f"{volume}.tape", state["capacity"], state["early_warning"]
         )
@@ -313,6 +322,20 @@ class FileTape:
 
     def ready(self) -> bool:
         return True
+
+    def end_of_wrap_positions(self) -> list[WrapEnd]:
+        """Rejected like tgt (usr/spc.c, spc_service_action: MAINTENANCE IN knows only
+        service action 0Ch; others: ILLEGAL REQUEST, invalid field in CDB), unless set
+        to report wraps of ``wrap_blocks`` logical objects, as an IBM LTO-7+ would: the
+        last object of each full wrap, then the last object written."""
+        if self.wrap_blocks <= 0:
+            raise CommandUnsupported(
+                self.path, "READ END OF WRAP POSITION", Sense(ILLEGAL_REQUEST, 0x24)
+            )
+        written = len(self._image.records)
+        full = max(0, written - 1) // self.wrap_blocks
+        ends = [WrapEnd(w, 0, (w + 1) * self.wrap_blocks - 1) for w in range(full)]
+        return [*ends, WrapEnd(full, 0, max(0, written - 1))]
 
 
 # -- command line: create a library for a demo --------------------------------------------

@@ -54,6 +54,7 @@ from tssd.backends.scsi.tapedev import (
     Tape,
     WriteProtected,
 )
+from tssd.backends.scsi.wraps import WrapReports, drive_geometry
 from tssd.clock import Clock
 from tssd.config import ScsiSettings
 from tssd.db.engine import Sessions
@@ -76,6 +77,7 @@ class _Drive:
     source: int | None = None
     tape: Tape | None = None
     positioning: Positioning = field(default_factory=Positioning)
+    wraps: WrapReports = field(default_factory=WrapReports)
 
     @property
     def name(self) -> str:
@@ -130,6 +132,8 @@ class ScsiLibrary(TapeBackend):
         self._claims: dict[str, str] = {}
         self._present: set[str] = set()
         self._alloc = asyncio.Lock()
+        # Per volume, the geometry its drive reported (until the volume is written again).
+        self._reports: dict[str, Profile] = {}
 
     @property
     def changer(self) -> Changer:
@@ -204,13 +208,26 @@ class ScsiLibrary(TapeBackend):
         return MEDIA.get(self._settings.media.lower())
 
     async def geometry(self, volume: str) -> Profile | None:
-        """The nominal geometry of the volume's media type (``scsi.media``, else its
-        barcode suffix); copies' offsets are the bytes tssd wrote before them. The drive's
-        own READ END OF WRAP POSITION is not asked (yet)."""
+        """The volume's media type (``scsi.media``, else its barcode suffix) with the wrap
+        ends its drive reports once it is mounted (READ END OF WRAP POSITION, :mod:`.wraps`),
+        else that type's nominal geometry; copies' offsets are the bytes tssd wrote before
+        them (blocks and filemarks)."""
         profile = media_profile(volume, self._settings.media)
         if profile is None:
             return None
-        return dataclasses.replace(profile, position_spread=ESTIMATE_SPREAD)
+        known = self._reports.get(volume)
+        if known is None:
+            state = next((d for d in self._drives.values() if d.volume == volume), None)
+            asked = state and state.tape and state.wraps.supported is not False
+            row = await self._catalog.tape(volume) if asked else None
+            if state is not None and state.tape is not None and row is not None and row.used:
+                first = row.next_block - row.used // row.block_size
+                known = await drive_geometry(
+                    state.tape, state.name, state.wraps, profile, first, row.block_size
+                )
+                if known is not None:
+                    self._reports[volume] = known
+        return known or dataclasses.replace(profile, position_spread=ESTIMATE_SPREAD)
 
     async def drives(self) -> list[DriveInfo]:
         return [DriveInfo(name=d.name, volume=d.volume) for d in self._drives.values()]
@@ -404,6 +421,7 @@ class ScsiLibrary(TapeBackend):
         if row is None or row.full or row.state != "ok":
             raise EndOfMedium(f"volume {volume} takes no more data")
         block_size = row.block_size
+        self._reports.pop(volume, None)
         if not row.labelled:
             label = VolumeLabel(volume, block_size, self._clock.wall().isoformat())
             next_block = await self._guarded(state, volume, write_label(tape, label))

@@ -100,3 +100,12 @@ class LocateUnsupported(OSError):
     def __init__(self, path: str, sense: Sense | None) -> None:
         super().__init__(errno.EIO, f"LOCATE not supported ({sense or 'no sense data'})", path)
         self.sense = sense
+
+
+class CommandUnsupported(OSError):
+    """The drive rejects a command it need not implement (ILLEGAL REQUEST): READ END OF
+    WRAP POSITION on tgt, mhVTL, drives before IBM LTO-7."""
+
+    def __init__(self, path: str, command: str, sense: Sense | None) -> None:
+        super().__init__(errno.EIO, f"{command} not supported ({sense or 'no sense data'})", path)
+        self.sense = sense

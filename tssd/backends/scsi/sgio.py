@@ -7,6 +7,8 @@
   ``scsi.drives = "auto"`` needs no table from the library's management interface.
 * :func:`locate` - LOCATE(10), only to read the sense of a locate the st driver reported
   as a bare ``EIO``: ILLEGAL REQUEST means the drive does not implement it.
+* :func:`end_of_wrap_positions` - READ END OF WRAP POSITION (IBM LTO-7 and later): the
+  logical object at the end of each wrap, which places every object on its wrap (RAO).
 * :func:`sg_of` - the sg device of an st device (sysfs).
 
 Blocking calls; the callers run them in a worker thread (or at start-up).
@@ -114,6 +116,59 @@ def locate(path: str, block: int) -> Reply:
     """LOCATE(10) to logical object *block* in the current partition."""
     cdb = bytes([0x2B, 0x00, 0x00, *block.to_bytes(4, "big"), 0x00, 0x00, 0x00])
     return command(path, cdb)
+
+
+#: READ END OF WRAP POSITION: MAINTENANCE IN (A3h), service action 1Fh, qualifier 45h
+#: (CTA tapeserver/castor/tape/tapeserver/SCSI/Structures.hpp, readEndOfWrapPositionCDB_t,
+#: after IBM's LTO-8 SCSI Reference p. 119).
+REOWP_OPCODE, REOWP_SERVICE_ACTION, REOWP_QUALIFIER = 0xA3, 0x1F, 0x45
+#: Bytes per wrap descriptor of the long form, and wraps asked for room for (LTO-9 has
+#: 280; CTA sizes its reply for 280, LTO-10 has more).
+WRAP_DESCRIPTOR, MAX_WRAPS = 12, 1024
+
+
+@dataclass(frozen=True, slots=True)
+class WrapEnd:
+    wrap: int
+    partition: int
+    #: The logical object identifier (block id) of the last object of the wrap; the
+    #: drive's last descriptor is the end of data instead.
+    object_id: int
+
+
+def end_of_wrap_cdb(allocation: int = 4 + WRAP_DESCRIPTOR * MAX_WRAPS) -> bytes:
+    """The CDB asking for every wrap's end (WNV 0, RA 1: the long form)."""
+    return bytes([
+        REOWP_OPCODE, REOWP_SERVICE_ACTION, REOWP_QUALIFIER, 0x02, 0, 0,
+        *allocation.to_bytes(4, "big"), 0, 0,
+    ])  # fmt: skip
+
+
+def end_of_wrap_positions(path: str) -> Reply:
+    """READ END OF WRAP POSITION, long form, on the sg device *path*."""
+    cdb = end_of_wrap_cdb()
+    return command(path, cdb, int.from_bytes(cdb[6:10], "big"))
+
+
+def parse_end_of_wrap(data: bytes) -> list[WrapEnd]:
+    """The wrap descriptors of a long-form reply: response data length (2 bytes, the
+    bytes that follow it), 2 reserved, then per wrap: wrap number (2), partition (2),
+    2 reserved, logical object identifier (6), all big-endian (CTA's
+    readEndOfWrapPositionDataLongForm_t and DriveLTO::getEndOfWrapPositions)."""
+    if len(data) < 4:
+        return []
+    end = min(len(data), 2 + int.from_bytes(data[0:2], "big"))
+    out = []
+    for at in range(4, end - WRAP_DESCRIPTOR + 1, WRAP_DESCRIPTOR):
+        d = data[at : at + WRAP_DESCRIPTOR]
+        out.append(
+            WrapEnd(
+                int.from_bytes(d[0:2], "big"),
+                int.from_bytes(d[2:4], "big"),
+                int.from_bytes(d[6:12], "big"),
+            )
+        )
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,12 @@ import structlog
 
 from tssd.backends.scsi import sgio
 from tssd.backends.scsi.drivestatus import DriveStatus
-from tssd.backends.scsi.sense import NOT_READY, UNIT_ATTENTION, LocateUnsupported
+from tssd.backends.scsi.sense import (
+    NOT_READY,
+    UNIT_ATTENTION,
+    CommandUnsupported,
+    LocateUnsupported,
+)
 from tssd.errors import PermanentBackendError, TransientBackendError
 
 T = TypeVar("T")
@@ -84,6 +89,7 @@ class TapeDevice(Protocol):
     def write_filemark(self) -> None: ...
     def offline(self) -> None: ...
     def ready(self) -> bool: ...
+    def end_of_wrap_positions(self) -> list[sgio.WrapEnd]: ...
 
 
 # -- the Linux st driver (linux/mtio.h) -------------------------------------------------
@@ -192,6 +198,23 @@ class StTape:
             if reply.sense is None or reply.sense.key != UNIT_ATTENTION:
                 break
         return reply.sense is None or reply.sense.key != NOT_READY
+
+    def end_of_wrap_positions(self) -> list[sgio.WrapEnd]:
+        """READ END OF WRAP POSITION through sg (st has no ioctl for it);
+        :class:`CommandUnsupported` where the drive rejects it (tgt, older drives)."""
+        what = "READ END OF WRAP POSITION"
+        sg = sgio.sg_of(self.path)
+        if sg is None:
+            raise CommandUnsupported(self.path, f"{what} (no sg device)", None)
+        for _ in range(2):  # a unit attention (after a load or a reset) is reported once
+            reply = sgio.end_of_wrap_positions(sg)
+            if reply.sense is None or reply.sense.key != UNIT_ATTENTION:
+                break
+        if reply.sense is not None and reply.sense.unsupported:
+            raise CommandUnsupported(self.path, what, reply.sense)
+        if not reply.good:
+            raise OSError(errno.EIO, f"{what}: {reply.sense or reply.status}", self.path)
+        return sgio.parse_end_of_wrap(reply.data)
 
     def space_filemarks(self, count: int) -> None:
         if count > 0:
@@ -384,3 +407,8 @@ class Tape:
 
     async def offline(self) -> None:
         await self._call("unload", self.device.offline, media=False)
+
+    async def wrap_ends(self) -> list[sgio.WrapEnd]:
+        """The drive's READ END OF WRAP POSITION; ``OSError`` (:class:`CommandUnsupported`
+        where the drive rejects it) is the caller's: it never fails a mount."""
+        return await asyncio.to_thread(self.device.end_of_wrap_positions)

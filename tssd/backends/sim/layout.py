@@ -23,9 +23,14 @@ same layout in every run. The spreads are estimates, not vendor figures (docs/be
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import itertools
 import random
 from collections.abc import Sequence
+
+from tssd.config import SimSettings
+from tssd.tape.geometry import Profile, reported
 
 
 def _rng(seed: int, *parts: object) -> random.Random:
@@ -63,3 +68,46 @@ def physical_offsets(
         out.append((int(start), int(used)))
         logical_end = offset + size
     return out
+
+
+def wrap_report(
+    objects: Sequence[tuple[int, int, int]],
+    places: Sequence[tuple[int, int]],
+    wrap_bytes: int,
+) -> list[int]:
+    """What the simulated drive answers READ END OF WRAP POSITION with, in the catalog's
+    offset space: the offset where each wrap the data reaches ends, then the end of data
+    (a real drive's last descriptor is the last object written, CTA's RAOHelpers.hpp).
+
+    *objects* (seq, offset, size) in sequence order and their true *places* (start, end)
+    from :func:`physical_offsets`. A wrap ends at a multiple of *wrap_bytes* of physical
+    bytes; the catalog offset there is interpolated inside the object (or the gap between
+    two) it falls in, which is where the drive's block at the wrap's end belongs.
+    """
+    knots: list[tuple[int, int]] = [(0, 0)]
+    for (_, offset, size), (start, end) in zip(objects, places, strict=True):
+        knots += [(start, offset), (end, offset + size)]
+    logical_end = knots[-1][1]
+    ends: list[int] = []
+    boundary, k = wrap_bytes, 0
+    for (p0, c0), (p1, c1) in itertools.pairwise(knots):
+        while boundary < p1:  # p1 > p0 then: the boundary is at or past p0
+            k += 1
+            ends.append(c0 + round((boundary - p0) * (c1 - c0) / (p1 - p0)))
+            boundary = (k + 1) * wrap_bytes
+    return [*ends, logical_end]
+
+
+def drive_geometry(
+    profile: Profile,
+    capacity: int,
+    volume: str,
+    objects: Sequence[tuple[int, int, int]],
+    settings: SimSettings,
+) -> Profile | None:
+    """*profile* at *capacity* with the wrap ends the drive holding *volume* reports
+    (``sim.drive_geometry``); None when it tells nothing (all data in the first wrap)."""
+    s = settings
+    places = physical_offsets(volume, objects, s.layout_spread, s.file_spread, s.seed)
+    ends = wrap_report(objects, places, profile.wrap_bytes(capacity))
+    return reported(dataclasses.replace(profile, capacity_bytes=capacity), ends)

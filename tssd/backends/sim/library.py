@@ -35,7 +35,7 @@ from tssd.backends.records import normalize_adler32
 from tssd.backends.sim.catalog import Catalog, check_room
 from tssd.backends.sim.catalog_csv import export_csv, import_csv
 from tssd.backends.sim.faults import FaultInjector
-from tssd.backends.sim.layout import physical_offsets
+from tssd.backends.sim.layout import drive_geometry, physical_offsets
 from tssd.backends.sim.media import SimDrive, deliver
 from tssd.backends.sim.tidy import own_store
 from tssd.clock import Clock
@@ -108,6 +108,8 @@ class SimLibrary(TapeBackend):
         # its physical end of data: the library's secret, see layout.py.
         self._truth: dict[str, tuple[dict[int, tuple[int, int]], int]] = {}
         self._geometry: dict[str, Profile] = {}
+        # Per volume, the wrap ends its drive reports (sim.drive_geometry).
+        self._reports: dict[str, Profile | None] = {}
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -145,7 +147,18 @@ class SimLibrary(TapeBackend):
         """The media type's nominal geometry at the volume's own capacity; copies'
         offsets (the sizes of the objects before them) are estimates of the truth, off by
         as much as a real site would assume (``ESTIMATE_SPREAD``), not by the simulated
-        ``layout_spread``, which only the library knows."""
+        ``layout_spread``, which only the library knows.
+
+        With ``sim.drive_geometry``, once the volume is in a drive: the wrap ends that
+        drive reports (READ END OF WRAP POSITION, :func:`layout.wrap_report`)."""
+        if self._settings.drive_geometry and any(d.volume == volume for d in self._drives.values()):
+            if volume not in self._reports and (tape := await self._catalog.tape(volume)):
+                objects = await self._catalog.layout(volume)
+                self._reports[volume] = drive_geometry(
+                    self.profile, tape.capacity, volume, objects, self._settings
+                )
+            if (report := self._reports.get(volume)) is not None:
+                return report
         known = self._geometry.get(volume)
         if known is None:
             tape = await self._catalog.tape(volume)
@@ -176,6 +189,7 @@ class SimLibrary(TapeBackend):
         places, _ = await self._true_layout(volume)
         if offset not in places:  # written since: learn the tape again
             self._truth.pop(volume, None)
+            self._reports.pop(volume, None)
             places, _ = await self._true_layout(volume)
         return places.get(offset, (offset, offset + size))
 
@@ -197,6 +211,7 @@ class SimLibrary(TapeBackend):
             )
             self._truth.clear()
             self._geometry.clear()
+            self._reports.clear()
         log.info("sim.catalog.imported", **summary)
         return summary
 
@@ -394,6 +409,7 @@ class SimLibrary(TapeBackend):
             await self._discard(bfid)
             return self._already_on_tape(drive, item, copy)
         self._truth.pop(volume, None)
+        self._reports.pop(volume, None)
         start, end = await self._true_span(volume, copy.offset, nbytes)
         state.move(self.profile, start, end)
         log.debug(
