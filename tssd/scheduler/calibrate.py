@@ -21,6 +21,20 @@ over which a tour is robust). One read from BOT times the longitudinal position 
 target to about a second, which leaves a few narrow *aliases* (the factors that put the
 target a wrap further on, where a serpentine wrap comes back past the same place): the
 plausible set is kept as the candidates themselves, not their range.
+
+The candidates span ``1 +- position_spread``, what is assumed of any nominal geometry;
+no site can know its tapes stay within it. When an outermost candidate explains the
+evidence strictly best, the truth may lie beyond it: ``WIDEN_STEPS`` candidates are added
+on that side (their errors from every locate seen), as often as that stays so, up to
+``WIDEST`` times the spread. A tape 5 % off planned within 3 % loses to position order
+(its tours lean on neighbouring runs a wrap away: gridka-t10k at a true
+``sim.layout_spread`` of 0.05 located 7 % more than position order before this); within
+the spread nothing changes (an inner candidate explains best, or an outermost one only
+ties). Where even the widest candidate is the best one, ``beyond``: the tape's reads are
+ordered by position until the evidence is inside (``reads.py``). Beyond the widest the
+errors alias (a factor wrong by a whole wrap length may fit a locate as well as a near
+one), so that detection is not guaranteed; at 9 % off a tape is far outside what its
+compression of already-compressed data gives.
 """
 
 from __future__ import annotations
