@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tests.unit.test_sched_rao import GB, half_of_a_tape, items_at
 from tssd.backends.base import ReadItem, ReadResult
 from tssd.clock import inline
+from tssd.scheduler import calibrate
 from tssd.scheduler.calibrate import Calibration
 from tssd.scheduler.drives import DriveState
 from tssd.scheduler.rao import _runs, _scaled, locate_total, rao_order, robust_tour
@@ -253,6 +254,15 @@ async def test_a_factor_beyond_the_widest_candidates_is_read_in_position_order()
         seen.append(result.item.copy.offset)
         drive.head_offset = result.item.copy.offset + result.item.copy.size
     assert seen == sorted(seen)
+
+
+def test_past_its_memory_a_calibration_no_longer_widens(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The locates that cost added candidates are bounded (``MEMORY``); past them the
+    candidates stay as they are."""
+    monkeypatch.setattr(calibrate, "MEMORY", 0)
+    calibration = calibrated(LTO9, half_of_a_tape(7, files=300), 1.06)
+    assert len(calibration._seen) == 0
+    assert calibration.candidates[-1] == pytest.approx(1 + ESTIMATE_SPREAD)
 
 
 @settings(max_examples=30, deadline=None)

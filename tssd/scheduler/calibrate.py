@@ -25,16 +25,17 @@ plausible set is kept as the candidates themselves, not their range.
 The candidates span ``1 +- position_spread``, what is assumed of any nominal geometry;
 no site can know its tapes stay within it. When an outermost candidate explains the
 evidence strictly best, the truth may lie beyond it: ``WIDEN_STEPS`` candidates are added
-on that side (their errors from every locate seen), as often as that stays so, up to
-``WIDEST`` times the spread. A tape 5 % off planned within 3 % loses to position order
-(its tours lean on neighbouring runs a wrap away: gridka-t10k at a true
-``sim.layout_spread`` of 0.05 located 7 % more than position order before this); within
-the spread nothing changes (an inner candidate explains best, or an outermost one only
-ties). Where even the widest candidate is the best one, ``beyond``: the tape's reads are
-ordered by position until the evidence is inside (``reads.py``). Beyond the widest the
-errors alias (a factor wrong by a whole wrap length may fit a locate as well as a near
-one), so that detection is not guaranteed; at 9 % off a tape is far outside what its
-compression of already-compressed data gives.
+on that side (their errors from every locate seen, the first ``MEMORY`` of them), as
+often as that stays so, up to ``WIDEST`` times the spread. A tape 5 % off planned
+within 3 % loses to position order (its tours lean on neighbouring runs a wrap away:
+gridka-t10k at a true ``sim.layout_spread`` of 0.05 located 7 % more than position order
+before this; with the widening 19 % less, docs/benchmarks.md). Within the spread nothing
+changes (an inner candidate explains best, or an outermost one only ties). Where even
+the widest candidate is the best one, ``beyond``: the tape's reads are ordered by
+position until the evidence is inside (``reads.py``). Beyond the widest the errors alias
+(a factor wrong by a whole wrap length may fit a locate as well as a near one), so that
+detection is not guaranteed; 9 % off is far outside what compressing already-compressed
+data gives.
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ WIDEN_STEPS = STEPS // 2
 #: The candidates may reach this many times ``position_spread`` from 1; a tape whose best
 #: factor is the outermost even then is read in position order (``beyond``).
 WIDEST = 3
+#: Locates kept to cost added candidates; a tape with more evidence than this has shown
+#: where it lies long before, and its candidates no longer widen (bounded memory).
+MEMORY = 2048
 
 
 class Calibration:
@@ -86,7 +90,10 @@ class Calibration:
             modelled = p.locate_s(int(head * f), int(target * f), capacity)
             self.error[i] += abs(modelled - locate_s)
         self.evidence += 1
-        self._seen.append((head, target, locate_s))
+        if self.evidence <= MEMORY:
+            self._seen.append((head, target, locate_s))
+        else:
+            self._seen.clear()
         self._kept = None
         self._widen()
 
@@ -121,6 +128,8 @@ class Calibration:
 
     def _room(self, side: int) -> bool:
         outer = round((self.candidates[0 if side < 0 else -1] - 1.0) / self.step)
+        if self.evidence > MEMORY:
+            return False
         return abs(outer) < self._widest and 1.0 + self.step * (outer + side) > 0
 
     def _error_of(self, factor: float) -> float:
@@ -131,8 +140,9 @@ class Calibration:
         )
 
     def beyond(self) -> bool:
-        """Whether the evidence points beyond even the widest candidates: the estimate
-        is not to be planned on (position order barely depends on it)."""
+        """Whether the evidence points beyond the widest candidates it can have (``WIDEST``
+        times the spread, or those it had when its ``MEMORY`` filled): the estimate is
+        not to be planned on (position order barely depends on it)."""
         return bool(self._edge())
 
     def kept(self) -> list[float]:
