@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tests.unit.test_sched_rao import GB, half_of_a_tape, items_at
 from tssd.backends.base import ReadItem, ReadResult
 from tssd.clock import inline
+from tssd.scheduler import calibrate
 from tssd.scheduler.calibrate import Calibration
 from tssd.scheduler.drives import DriveState
 from tssd.scheduler.rao import _runs, _scaled, locate_total, rao_order, robust_tour
@@ -211,3 +212,89 @@ def test_the_inlined_locate_model_is_the_composed_one(name: str, head: int, targ
             if p.band_of(head, capacity) != p.band_of(target, capacity):
                 expected += p.band_change_s
     assert p.locate_s(head, target, capacity) == expected
+
+
+def calibrated(profile: Profile, spans: Sequence[tuple[int, int]], factor: float) -> Calibration:
+    """A calibration fed the locate times of reading *spans* in position order from BOT
+    on a tape whose true scale is *factor*."""
+    calibration = Calibration(dataclasses.replace(profile, position_spread=ESTIMATE_SPREAD))
+    head_est = head_true = 0
+    capacity = profile.capacity_bytes
+    for (offset, size), (start, true_size) in zip(spans, truth(spans, factor), strict=True):
+        calibration.observe(head_est, offset, profile.locate_s(head_true, start, capacity))
+        head_est, head_true = offset + size, start + true_size
+    return calibration
+
+
+@pytest.mark.parametrize("factor", [0.94, 0.95, 1.05, 1.07])
+@pytest.mark.parametrize("profile", [LTO9, GRIDKA_T10K])
+def test_a_factor_beyond_the_assumed_spread_is_found(profile: Profile, factor: float) -> None:
+    """A tape scaled beyond the assumed 3 % (sim.layout_spread 0.05): the best candidate
+    is the outermost one, so candidates are added beyond it, and the truth is found."""
+    calibration = calibrated(profile, half_of_a_tape(7, files=300), factor)
+    low, high = calibration.plausible()
+    step = ESTIMATE_SPREAD / 24
+    assert low - step <= factor <= high + step
+    assert high - low < ESTIMATE_SPREAD
+    assert not calibration.beyond()
+
+
+async def test_a_factor_beyond_the_widest_candidates_is_read_in_position_order() -> None:
+    """Beyond three times the assumed spread the candidates stop growing: ``beyond``, and
+    the tape's next batch is read in position order (until the evidence is inside)."""
+    spans = half_of_a_tape(7, files=300)
+    assert calibrated(LTO9, spans, 1.15).beyond()
+    assert not calibrated(LTO9, spans, 1.08).beyond()
+    tape = TrueTape(LTO9, 1.15)
+    reads = PlannedReads(tape, inline, "auto")  # type: ignore[arg-type]
+    reads._calibrations["A"] = calibrated(LTO9, spans, 1.15)  # a previous mount
+    drive = DriveState("d")
+    seen = []
+    async for result in reads.read(drive, "A", ESTIMATED, items_at(half_of_a_tape(8)), {}):
+        seen.append(result.item.copy.offset)
+        drive.head_offset = result.item.copy.offset + result.item.copy.size
+    assert seen == sorted(seen)
+
+
+def test_past_its_memory_a_calibration_no_longer_widens(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The locates that cost added candidates are bounded (``MEMORY``); past them the
+    candidates stay as they are."""
+    monkeypatch.setattr(calibrate, "MEMORY", 0)
+    calibration = calibrated(LTO9, half_of_a_tape(7, files=300), 1.06)
+    assert len(calibration._seen) == 0
+    assert calibration.candidates[-1] == pytest.approx(1 + ESTIMATE_SPREAD)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    factor=st.floats(min_value=1 - 0.8 * ESTIMATE_SPREAD, max_value=1 + 0.8 * ESTIMATE_SPREAD),
+    seed=st.integers(0, 10_000),
+)
+def test_within_the_assumed_spread_the_candidates_stay_as_they_were(
+    factor: float, seed: int
+) -> None:
+    """A tape scaled within the assumed spread: no candidate is added, and the plausible
+    factors are what the fixed candidates give (the behaviour before widening)."""
+    calibration = calibrated(GRIDKA_T10K, half_of_a_tape(seed, files=200), factor)
+    assert len(calibration.candidates) == 2 * 24 + 1
+    assert calibration.candidates[0] == pytest.approx(1 - ESTIMATE_SPREAD)
+    assert not calibration.beyond()
+
+
+@pytest.mark.parametrize("factor", [0.95, 1.05])
+async def test_calibrated_reads_beyond_the_assumed_spread_locate_less_than_position_order(
+    factor: float,
+) -> None:
+    """On a tape 5 % off its estimate (beyond the 3 % assumed), calibrated RAO locates
+    less than position order (before the candidates widened: 25 % more at 0.95)."""
+    spans = half_of_a_tape(5, files=300)
+    position = locate_total(truth(spans, factor), 0, GRIDKA_T10K)
+    tape = TrueTape(GRIDKA_T10K, factor)
+    reads = PlannedReads(tape, inline, "auto")  # type: ignore[arg-type]
+    estimated = dataclasses.replace(GRIDKA_T10K, position_spread=ESTIMATE_SPREAD)
+    drive = DriveState("d")
+    total = 0.0
+    async for result in reads.read(drive, "A", estimated, items_at(spans), {}):
+        total += result.locate_s
+        drive.head_offset = result.item.copy.offset + result.item.copy.size
+    assert total < position

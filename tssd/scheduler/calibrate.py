@@ -21,6 +21,21 @@ over which a tour is robust). One read from BOT times the longitudinal position 
 target to about a second, which leaves a few narrow *aliases* (the factors that put the
 target a wrap further on, where a serpentine wrap comes back past the same place): the
 plausible set is kept as the candidates themselves, not their range.
+
+The candidates span ``1 +- position_spread``, what is assumed of any nominal geometry;
+no site can know its tapes stay within it. When an outermost candidate explains the
+evidence strictly best, the truth may lie beyond it: ``WIDEN_STEPS`` candidates are added
+on that side (their errors from every locate seen, the first ``MEMORY`` of them), as
+often as that stays so, up to ``WIDEST`` times the spread. A tape 5 % off planned
+within 3 % loses to position order (its tours lean on neighbouring runs a wrap away:
+gridka-t10k at a true ``sim.layout_spread`` of 0.05 located 7 % more than position order
+before this; with the widening 19 % less, docs/benchmarks.md). Within the spread nothing
+changes (an inner candidate explains best, or an outermost one only ties). Where even
+the widest candidate is the best one, ``beyond``: the tape's reads are ordered by
+position until the evidence is inside (``reads.py``). Beyond the widest the errors alias
+(a factor wrong by a whole wrap length may fit a locate as well as a near one), so that
+detection is not guaranteed; 9 % off is far outside what compressing already-compressed
+data gives.
 """
 
 from __future__ import annotations
@@ -39,6 +54,14 @@ TOLERANCE = 0.5
 SLACK_S = 2.0
 #: Factors a plan averages over (evenly across the plausible candidates).
 VIEWS = 5
+#: Candidates added at a time on the side where the best factor is the outermost one.
+WIDEN_STEPS = STEPS // 2
+#: The candidates may reach this many times ``position_spread`` from 1; a tape whose best
+#: factor is the outermost even then is read in position order (``beyond``).
+WIDEST = 3
+#: Locates kept to cost added candidates; a tape with more evidence than this has shown
+#: where it lies long before, and its candidates no longer widen (bounded memory).
+MEMORY = 2048
 
 
 class Calibration:
@@ -53,6 +76,10 @@ class Calibration:
         self.error = [0.0] * len(self.candidates)
         self.evidence = 0
         self._kept: list[float] | None = None
+        #: Every locate seen (estimated head, estimated target, seconds): the evidence
+        #: of candidates added later.
+        self._seen: list[tuple[int, int, float]] = []
+        self._widest = WIDEST * STEPS
 
     def observe(self, head: int, target: int, locate_s: float) -> None:
         """A read whose locate from estimated offset *head* to *target* took *locate_s*."""
@@ -63,7 +90,60 @@ class Calibration:
             modelled = p.locate_s(int(head * f), int(target * f), capacity)
             self.error[i] += abs(modelled - locate_s)
         self.evidence += 1
+        if self.evidence <= MEMORY:
+            self._seen.append((head, target, locate_s))
+        else:
+            self._seen.clear()
         self._kept = None
+        self._widen()
+
+    def _edge(self) -> int:
+        """-1 or +1 where an outermost candidate explains the evidence strictly best (the
+        truth may lie beyond it), else 0."""
+        error = self.error
+        if error[0] < min(error[1:]):
+            return -1
+        if error[-1] < min(error[:-1]):
+            return 1
+        return 0
+
+    def _widen(self) -> None:
+        """Add candidates beyond an outermost one that explains the evidence best, up to
+        ``WIDEST`` times the spread, their errors from every locate seen so far."""
+        side = self._edge()
+        while side and self._room(side):
+            outer = round((self.candidates[0 if side < 0 else -1] - 1.0) / self.step)
+            limit = -self._widest if side < 0 else self._widest
+            count = min(WIDEN_STEPS, abs(limit - outer))
+            new = [1.0 + self.step * (outer + side * k) for k in range(1, count + 1)]
+            errors = [self._error_of(f) for f in new]
+            if side < 0:
+                self.candidates[:0] = new[::-1]
+                self.error[:0] = errors[::-1]
+            else:
+                self.candidates.extend(new)
+                self.error.extend(errors)
+            self._kept = None
+            side = self._edge()
+
+    def _room(self, side: int) -> bool:
+        outer = round((self.candidates[0 if side < 0 else -1] - 1.0) / self.step)
+        if self.evidence > MEMORY:
+            return False
+        return abs(outer) < self._widest and 1.0 + self.step * (outer + side) > 0
+
+    def _error_of(self, factor: float) -> float:
+        p, capacity = self.profile, self.profile.capacity_bytes
+        return sum(
+            abs(p.locate_s(int(h * factor), int(t * factor), capacity) - s)
+            for h, t, s in self._seen
+        )
+
+    def beyond(self) -> bool:
+        """Whether the evidence points beyond the widest candidates it can have (``WIDEST``
+        times the spread, or those it had when its ``MEMORY`` filled): the estimate is
+        not to be planned on (position order barely depends on it)."""
+        return bool(self._edge())
 
     def kept(self) -> list[float]:
         """The candidates the evidence so far leaves plausible, in increasing order;

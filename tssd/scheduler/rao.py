@@ -299,6 +299,7 @@ def order_reads(
     *,
     urgent: Mapping[int, float] | None = None,
     factors: Sequence[float] | None = None,
+    tour: bool = True,
 ) -> list[ReadItem]:
     """*items* (in position order) reordered by RAO when *mode* asks for it and it pays.
 
@@ -306,7 +307,9 @@ def order_reads(
     position order and ``on`` falls back to the LTO-9 model. Items whose ``id()`` is a key
     of *urgent* join the order within that many seconds (:func:`insert_early`) when
     :func:`inserts_urgent`. *factors*: the scales of the estimated positions still
-    plausible (``calibrate.Calibration.factors``); ``auto`` plans over them.
+    plausible (``calibrate.Calibration.factors``); ``auto`` plans over them. *tour* False
+    (the estimate is not to be planned on, ``Calibration.beyond``): ``auto`` keeps
+    position order, the higher-priority files still placed early.
     """
     if mode == "off" or len(items) < 2:
         return list(items)
@@ -324,7 +327,9 @@ def order_reads(
     early = [i for i, item in enumerate(items) if id(item) in urgent]
     if not late:  # all of one priority: nothing to put before the rest
         late, early = early, []
-    if mode == "auto":
+    if mode == "auto" and not tour:
+        order = late
+    elif mode == "auto":
         order = _robust_order(late, offsets, drive.head_offset, profile, factors)
     else:
         order = [late[i] for i in rao_order([offsets[i] for i in late], drive.head_offset, profile)]

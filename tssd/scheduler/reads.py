@@ -7,6 +7,8 @@ plausible scales have narrowed to half of what the current order was planned on,
 ``REPLAN_EVERY`` reads after it, the rest of the batch is ordered again on them. A small
 batch (``lookahead.MAX_RUNS`` runs, no higher-priority files) is planned again after
 every read, its next read chosen for what its locate time will show (``lookahead.py``).
+A tape whose locate times are best explained by a factor beyond even the widest
+candidates (``Calibration.beyond``) is read in position order until they are not.
 """
 
 from __future__ import annotations
@@ -67,8 +69,9 @@ class PlannedReads:
         while remaining:
             factors = calibration.factors() if calibration is not None else None
             planned = calibration.width() if calibration is not None else 0.0
-            items = await self._order(remaining, drive, layout, urgent, factors)
-            step = calibration is not None and _stepwise(remaining, urgent)
+            lost = calibration is not None and calibration.beyond()
+            items = await self._order(remaining, drive, layout, urgent, factors, not lost)
+            step = calibration is not None and not lost and _stepwise(remaining, urgent)
             if step:
                 assert calibration is not None
                 items = _lookahead_first(items, drive.head_offset, calibration)
@@ -83,7 +86,7 @@ class PlannedReads:
                         )
                     yield result
                     if step or (
-                        calibration is not None and _replan(calibration, planned, len(done))
+                        calibration is not None and _replan(calibration, planned, lost, len(done))
                     ):
                         break
             finally:
@@ -101,14 +104,22 @@ class PlannedReads:
         layout: Profile | None,
         urgent: Mapping[int, float],
         factors: Sequence[float] | None,
+        tour: bool,
     ) -> list[ReadItem]:
         def order() -> list[ReadItem]:
-            return order_reads(items, drive, layout, self.mode, urgent=urgent, factors=factors)
+            return order_reads(
+                items, drive, layout, self.mode, urgent=urgent, factors=factors, tour=tour
+            )
 
         return await self.offload(order) if len(items) > OFFLOAD_ABOVE else order()
 
 
-def _replan(calibration: Calibration, planned: float, reads: int) -> bool:
+def _replan(calibration: Calibration, planned: float, lost: bool, reads: int) -> bool:
+    """Whether the rest of the batch is planned again: the plausible range has halved,
+    the evidence has left (or come back inside) the widest candidates, or every
+    ``REPLAN_EVERY`` reads."""
+    if calibration.beyond() != lost:
+        return True
     narrowed = planned > 0 and calibration.width() <= planned / 2
     return narrowed or reads >= REPLAN_EVERY
 
