@@ -298,3 +298,38 @@ async def test_calibrated_reads_beyond_the_assumed_spread_locate_less_than_posit
         total += result.locate_s
         drive.head_offset = result.item.copy.offset + result.item.copy.size
     assert total < position
+
+
+async def test_a_new_plan_gives_an_urgent_file_what_is_left_of_its_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch is planned again as the tape's scale narrows; an urgent file's time to be
+    read (seconds from the batch's start) must shrink with the clock at each new plan,
+    not be granted whole again (it then slid plan after plan towards the batch's end:
+    trickle requests for a tape being read were read only as its session ended)."""
+    import tssd.scheduler.reads as reads_module
+
+    seen: list[float] = []
+    plan = reads_module.order_reads
+
+    def recording(items, drive, profile, mode, *, urgent=None, factors=None):  # type: ignore[no-untyped-def]
+        seen.extend(urgent.values() if urgent else [])
+        return plan(items, drive, profile, mode, urgent=urgent, factors=factors)
+
+    monkeypatch.setattr(reads_module, "order_reads", recording)
+    tape = TrueTape(GRIDKA_T10K, 1.02)
+    reads = PlannedReads(tape, inline, "auto")  # type: ignore[arg-type]
+    estimated = dataclasses.replace(GRIDKA_T10K, position_spread=ESTIMATE_SPREAD)
+    items = items_at(half_of_a_tape(5, files=600))
+    urgent = {id(items[-1]): 5000.0}
+    clock = itertools.count(0.0, 10.0)  # ten seconds per look at the clock
+    drive = DriveState("d")
+    async with aclosing(
+        reads.read(drive, "A", estimated, items, urgent, lambda: next(clock))
+    ) as results:
+        async for result in results:
+            drive.head_offset = result.item.copy.offset + result.item.copy.size
+            if id(result.item) in urgent:
+                break
+    assert len(seen) > 1 and seen[0] <= 5000.0  # planned again
+    assert all(later < earlier for earlier, later in itertools.pairwise(seen))

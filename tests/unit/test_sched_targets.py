@@ -198,3 +198,21 @@ def test_a_target_bearing_file_is_read_by_its_deadline_not_urgent_within_s_late(
     assert tiers.read_within(other) == 2500.0  # urgent_target_s after arrival
     other.arrived = -6000.0
     assert tiers.read_within(other) == 300.0  # and at least urgent_within_s
+
+
+def test_the_scheduler_wakes_at_the_next_last_moment_of_a_target() -> None:
+    """Passes come on events and every ``tick_s``: a last moment between two passes was
+    acted on up to a tick late. The chooser names the next one ahead (deadline minus
+    reaching the tape minus the longest handover, 55 s on LTO-9) for the loop to wake."""
+    made = chooser(3000.0, {}, bulk_sessions())
+    made.verdicts = {
+        "A": waiting(deadline=3600.0, reach=300.0),  # last moment 3245 s
+        "B": replace(waiting(deadline=5000.0, reach=300.0), volume="B"),  # 4645 s
+        "C": replace(waiting(deadline=3300.0, reach=300.0), volume="C"),  # 2945 s: passed
+        "D": replace(waiting(), volume="D", deadline=float("inf")),  # no target request
+    }
+    assert made.next_last_moment() == float("inf")  # no queue has a target: never
+    made.queues = {"fast": QueuePolicy(latency_target_s=3600.0)}
+    assert made.next_last_moment() == pytest.approx(3245.0)
+    del made.verdicts["A"]
+    assert made.next_last_moment() == pytest.approx(4645.0)

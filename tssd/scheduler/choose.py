@@ -329,6 +329,21 @@ class Chooser:
                 needing.append(verdict)
         return needing
 
+    def next_last_moment(self) -> float:
+        """The earliest last moment still ahead (clock seconds; ``inf``: none) among the
+        tapes of target-bearing requests the last pass saw: the moment a target preemption
+        or a due tape may be decided (:meth:`target_victims`). The scheduler wakes for it:
+        with passes only on events or every ``tick_s``, a last moment falling between two
+        passes was acted on up to a tick late, and the request missed its target by that.
+        """
+        if not self.targets():
+            return math.inf
+        now, lead = self.clock.now(), handover_s(self.profile)
+        moments = (
+            v.deadline - v.reach_s - lead for v in self.verdicts.values() if v.deadline < math.inf
+        )
+        return min((m for m in moments if m > now), default=math.inf)
+
     def urgent_late(self, volume: str) -> bool:
         """Whether a tape other than *volume* holds due higher-priority requests that the
         last pass's plan starts later than ``urgent_target_s`` after they arrived (or, for

@@ -160,8 +160,13 @@ class Scheduler:
             except Exception:
                 log.exception("scheduler.pass_crashed")
             self.decisions.pass_ends(full=full, scored=self.chooser.ranking.scored)
+            timeout = self.settings.tick_s
+            if self.planner is not None:
+                # A latency target's last moment before the next tick: a pass then
+                # (docs/scheduling.md, "Latency targets per queue"; inf without targets).
+                timeout = min(timeout, self.chooser.next_last_moment() - self.drives.clock.now())
             try:
-                await asyncio.wait_for(work.wait(), timeout=self.settings.tick_s)
+                await asyncio.wait_for(work.wait(), timeout=max(timeout, 0.0))
                 full = False
             except TimeoutError:
                 # The periodic pass looks at everything, whoever changed the database.

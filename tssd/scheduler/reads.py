@@ -14,7 +14,7 @@ candidates (``Calibration.beyond``) is read in position order until they are not
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 
 from tssd.backends.base import ReadItem, ReadResult, TapeBackend
 from tssd.clock import Offload
@@ -58,15 +58,25 @@ class PlannedReads:
         layout: Profile | None,
         batch: Sequence[ReadItem],
         urgent: Mapping[int, float],
+        now: Callable[[], float] | None = None,
     ) -> AsyncGenerator[ReadResult, None]:
         """Results of reading *batch* on *drive*, one per item as the backend yields them.
+
+        *urgent*: seconds from the start of the batch within which each such item should
+        be read; with the clock *now*, a new plan gives each what is left of it (else every
+        new plan granted the whole time again, and a file could slide to the batch's end).
 
         ``drive.head_offset`` is the caller's to move after each result (it is read here
         before the next one, as the estimated place of the head). A caller that may stop
         early reads it under ``contextlib.aclosing`` so the backend's read ends at once."""
         calibration = self.calibration(volume, layout)
         remaining = list(batch)
+        began = now() if now is not None else 0.0
+        deadlines = urgent
         while remaining:
+            if now is not None and deadlines:
+                spent = now() - began
+                urgent = {k: max(0.0, v - spent) for k, v in deadlines.items()}
             factors = calibration.factors() if calibration is not None else None
             planned = calibration.width() if calibration is not None else 0.0
             lost = calibration is not None and calibration.beyond()

@@ -270,7 +270,7 @@ class SessionRunner(WritableBatches):
                 for k, (_, r) in by_item.items()
                 if r.priority > floor
             }
-            reads = self.reads.read(drive, volume, layout, batch, urgent)
+            reads = self.reads.read(drive, volume, layout, batch, urgent, self.drives.clock.now)
             async with aclosing(reads) as results:
                 async for result in results:
                     request = by_item[id(result.item)][1]
