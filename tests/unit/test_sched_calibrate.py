@@ -312,9 +312,9 @@ async def test_a_new_plan_gives_an_urgent_file_what_is_left_of_its_time(
     seen: list[float] = []
     plan = reads_module.order_reads
 
-    def recording(items, drive, profile, mode, *, urgent=None, factors=None):  # type: ignore[no-untyped-def]
+    def recording(items, drive, profile, mode, *, urgent=None, **rest):  # type: ignore[no-untyped-def]
         seen.extend(urgent.values() if urgent else [])
-        return plan(items, drive, profile, mode, urgent=urgent, factors=factors)
+        return plan(items, drive, profile, mode, urgent=urgent, **rest)
 
     monkeypatch.setattr(reads_module, "order_reads", recording)
     tape = TrueTape(GRIDKA_T10K, 1.02)
