@@ -31,6 +31,9 @@ def test_sessions_started_together_end_a_spacing_apart() -> None:
 def test_an_end_clear_of_the_others_or_no_room_left_is_not_split() -> None:
     assert stagger_end(0.0, 4000.0, [2000.0, 3000.0], 4) is None  # clear by 1000 s
     assert stagger_end(0.0, 4000.0, [4000.0], 1) is None  # one drive: nothing to spread
+    # Within a quarter of a spacing (250 s) of another end it stops a spacing before it.
+    assert stagger_end(0.0, 4000.0, [3800.0], 4) == 2800.0
+    assert stagger_end(0.0, 4000.0, [3700.0], 4) is None
     # Every moment a spacing after now is taken: run it through.
     assert stagger_end(0.0, 4000.0, [1000.0, 2000.0, 3000.0, 4000.0], 4) is None
 

@@ -9,9 +9,10 @@ it mounts an unread tape of urgent requests and reads it through (no extra mount
 visit to a tape already read fits between two sessions without a preemption.
 
 So a bulk session starting while a target is configured ends early, once, when its
-planned end falls within half a spacing of another running session's (the spacing: its
-own estimated length over the enabled drives): it stops at the latest moment a spacing
-away from every other planned end. The rest of its tape is an ordinary tape with less
+planned end falls within a quarter of a spacing of another running session's (the
+spacing: its own estimated length over the enabled drives): it stops at the latest moment
+a spacing away from every other planned end. (Half a spacing split more tapes and cost
+lto9 bulk 1,000 s more on the trickle campaign: docs/benchmarks.md.) The rest of its tape is an ordinary tape with less
 work (it costs one more mount cycle). Near the campaign's end (less queued work than a
 session per drive) nothing is split: the drives should then end together.
 """
@@ -35,7 +36,7 @@ def stagger_end(now: float, service_s: float, others: Iterable[float], drives: i
     def clear(t: float) -> bool:
         return all(abs(t - x) >= gap * (1 - 1e-9) for x in ends)
 
-    if all(abs(end - x) >= gap / 2 for x in ends):
+    if all(abs(end - x) >= gap / 4 for x in ends):
         return None
     for t in sorted((x - gap for x in ends if x - gap < end), reverse=True):
         if t < now + gap:
