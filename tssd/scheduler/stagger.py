@@ -12,9 +12,10 @@ So a bulk session starting while a target is configured ends early, once, when i
 planned end falls within a quarter of a spacing of another running session's (the
 spacing: its own estimated length over the enabled drives): it stops at the latest moment
 a spacing away from every other planned end. (Half a spacing split more tapes and cost
-lto9 bulk 1,000 s more on the trickle campaign: docs/benchmarks.md.) The rest of its tape is an ordinary tape with less
-work (it costs one more mount cycle). Near the campaign's end (less queued work than a
-session per drive) nothing is split: the drives should then end together.
+lto9 bulk 1,000 s more on the trickle campaign: docs/benchmarks.md.) The rest of its
+tape is an ordinary tape with less work (it costs one more mount cycle). Near the
+campaign's end (less queued work than a session per drive) nothing is split: the drives
+should then end together.
 """
 
 from __future__ import annotations
