@@ -32,6 +32,7 @@ from tssd.scheduler.drives import DriveManager
 from tssd.scheduler.planner import Planner
 from tssd.scheduler.queues import load_pending, load_queues
 from tssd.scheduler.ranking import Ranking, exact_for, mounted_eligible
+from tssd.scheduler.stagger import stagger_end
 from tssd.tape.geometry import Profile
 
 log = structlog.get_logger()
@@ -110,6 +111,12 @@ class Chooser:
     late: frozenset[str] = frozenset()
     #: The periodic resync running in the background (refresh), if any.
     _resync: asyncio.Task[None] | None = field(default=None, repr=False)
+    #: Bulk sessions stopped early to stagger the drives (``stagger.py``): drive ->
+    #: (volume, stop); the volumes so split (each once), and those left in a free drive
+    #: (ranked as unmounted: the drive takes another tape).
+    capped: dict[str, tuple[str, float]] = field(default_factory=dict, repr=False)
+    was_split: set[str] = field(default_factory=set, repr=False)
+    split: set[str] = field(default_factory=set, repr=False)
     ranking: Ranking = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -206,7 +213,7 @@ class Chooser:
         free = self.drives.free()
         return Context(
             now=now, settings=self.settings, profile=self.profile, queues=self.queues,
-            mounted=frozenset(d.volume for d in free if d.volume),
+            mounted=frozenset(d.volume for d in free if d.volume and d.volume not in self.split),
             queue_drives=Counter(r.queue for r in self.running.values()),
             mounts_today=lambda v: self.drives.ledger.count(v, now),
             starts=self.starts if self.targets() else {}, targets=self.targets(),
@@ -262,11 +269,40 @@ class Chooser:
         )
 
     def started(self, drive: str, verdict_volume: str, queue: str, priority: int,
-                service_s: float) -> None:  # fmt: skip
-        self.running[drive] = Running(verdict_volume, queue, priority, self.clock.now() + service_s)
+                service_s: float) -> float | None:  # fmt: skip
+        """A recall session began on *drive*; returns when it should stop early to stagger
+        the drives (``stagger.py``: only a bulk session while a queue has a latency
+        target), or ``None``."""
+        now = self.clock.now()
+        self.split.discard(verdict_volume)
+        stop = self._stagger(drive, verdict_volume, priority, service_s, now)
+        until = now + service_s if stop is None else stop
+        self.running[drive] = Running(verdict_volume, queue, priority, until)
+        if stop is not None:
+            self.capped[drive] = (verdict_volume, stop)
+            self.was_split.add(verdict_volume)
+        return stop
+
+    def _stagger(
+        self, drive: str, volume: str, priority: int, service_s: float, now: float
+    ) -> float | None:
+        if priority > 0 or volume in self.was_split or not self.targets():
+            return None
+        drives = sum(1 for d in self.drives.drives.values() if d.enabled)
+        # Near the end (less work queued than a session per drive) the drives should end
+        # together: nothing is split.
+        queued = sum(v.service_s for v in self.verdicts.values() if not v.rule)
+        if queued < drives * service_s:
+            return None
+        others = [max(now, r.until) for name, r in self.running.items() if name != drive]
+        return stagger_end(now, service_s, others, drives)
 
     def ended(self, drive: str) -> None:
         self.running.pop(drive, None)
+        capped = self.capped.pop(drive, None)
+        tape = self.planner.tapes.get(capped[0]) if capped is not None else None
+        if capped is not None and tape is not None and tape.entries:
+            self.split.add(capped[0])  # its rest waits as an ordinary tape
 
     def preempt(
         self, waiting: list[Verdict], yielding: Set[str], tier_of: Callable[[str], int]

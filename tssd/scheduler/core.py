@@ -402,10 +402,12 @@ class Scheduler:
             # A session starting for urgent work must not look preemptible before its
             # first pass has set its priority.
             self.runner.tiers.set_tier(drive.name, candidate.priority)
-            self.chooser.started(
+            stop = self.chooser.started(
                 drive.name, candidate.target, candidate.queue, candidate.priority,
                 candidate.service_s,
             )  # fmt: skip
+            if stop is not None:  # staggered (stagger.py)
+                self.runner.tiers.stop_at(drive.name, stop)
         task = asyncio.create_task(
             self._session(drive, candidate),
             name=f"{candidate.purpose}:{candidate.target}@{drive.name}",

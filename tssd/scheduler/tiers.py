@@ -49,6 +49,8 @@ class PriorityTiers:
         self.queue_targets = queue_targets
         #: Drives whose recall session should end after the file being read.
         self._yield_requested: set[str] = set()
+        #: Drives whose recall session ends at a given moment (staggered: ``stagger.py``).
+        self._stop_at: dict[str, float] = {}
         #: Claimed, unread requests of a priority above 0 per drive: (priority, arrival).
         self._held: dict[str, dict[int, tuple[int, float]]] = {}
         #: Priority floor of each drive's current pass (None = every request).
@@ -63,8 +65,13 @@ class PriorityTiers:
         """End *drive*'s recall session after the file it is reading."""
         self._yield_requested.add(drive)
 
+    def stop_at(self, drive: str, moment: float) -> None:
+        """End *drive*'s recall session after the file it reads at *moment* (clock)."""
+        self._stop_at[drive] = moment
+
     def session_ended(self, drive: str) -> None:
         self._yield_requested.discard(drive)
+        self._stop_at.pop(drive, None)
 
     def set_floor(self, drive: str, floor: int | None) -> None:
         """The priority floor of the pass *drive* begins (None: every request)."""
@@ -112,6 +119,9 @@ class PriorityTiers:
     def interrupted(self, drive: str, volume: str) -> bool:
         """Yield requested, or requests of a higher priority than the pass's waited long."""
         if drive in self._yield_requested:
+            return True
+        if self.drives.clock.now() >= self._stop_at.get(drive, float("inf")):
+            self._yield_requested.add(drive)
             return True
         tier = self._tiers.get(drive) or 0
         if self.due(volume, tier):
