@@ -5,16 +5,21 @@ changes. The simulated effect is in docs/scheduling.md."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings
+from tssd.config.queues import QueueSettings
 from tssd.scheduler.choose import Chooser, Running
 from tssd.scheduler.cost import Context, QueuePolicy, Verdict, evaluate, target_deadline
 from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.queues import MountLedger
+from tssd.simulate.campaign import Arrival
+from tssd.simulate.runner import Options, run_campaign
+from tssd.simulate.vloop import run_virtual
 
 GB = 10**9
 
@@ -216,3 +221,38 @@ def test_the_scheduler_wakes_at_the_next_last_moment_of_a_target() -> None:
     assert made.next_last_moment() == pytest.approx(3245.0)
     del made.verdicts["A"]
     assert made.next_last_moment() == pytest.approx(4645.0)
+
+
+def test_a_session_reads_every_queue_unless_a_drive_limit_keeps_one_out() -> None:
+    a = tape("bulk", 0.0).tapes["A"]
+    # No queue lacks room: the session may read any queue's requests, also those of a
+    # queue that arrive for the tape while it is read (None), not only the tape's queues
+    # at its start.
+    assert evaluate(a, context()).queues is None
+    full = {"bulk": QueuePolicy(max_drives=1), "fast": QueuePolicy(latency_target_s=3600.0)}
+    planner = tape("bulk", 0.0)
+    planner.add([Entry(9, "A", 9, GB, 0, "fast", 0.0)])
+    limited = evaluate(planner.tapes["A"], context(queues=full, queue_drives={"bulk": 1}))
+    assert limited.queues == frozenset({"fast"})
+
+
+def test_an_urgent_request_for_the_tape_being_read_is_read_by_its_deadline() -> None:
+    """One drive reads a long bulk tape (queue ``default``); a request of queue ``urgent``
+    (target 1 h) for a file at the tape's end arrives 10 minutes in. Before the fix the
+    session kept to the queues its tape held when it started: the urgent request was not
+    claimed into it and waited for the session's end (about 5,000 s)."""
+    files = 200
+    rows = ["pnfsid,volume,seq,size,storage_class,written_at"] + [
+        f"F{i:04d},T0,{i},{10 * GB},atlas:tape,2019-01-01T00:00:01+00:00"
+        for i in range(1, files + 2)
+    ]
+    arrivals = [Arrival(i - 1, f"F{i:04d}", 0.0) for i in range(1, files + 1)]
+    arrivals.append(Arrival(files, f"F{files + 1:04d}", 600.0, 10, "urgent"))
+    # ``given`` as a ``[[queues]]`` table gives it: the target is seeded into the table.
+    urgent = QueueSettings("urgent", latency_target_s=3600.0, given=frozenset({"latency_target_s"}))
+    options = Options(catalog=Path("unused"), requests=Path("unused"), drives=1, queues=(urgent,))
+    outcome = run_virtual(lambda: run_campaign(options, arrivals, "\n".join(rows) + "\n"))
+    done = outcome.finished_at[outcome.request_of[files]]
+    assert outcome.makespan_s > 600.0 + 3600.0  # the session outlasts the deadline
+    assert done <= 600.0 + 3600.0
+    assert [(m.volume, m.files) for m in outcome.mounts] == [("T0", files + 1)]

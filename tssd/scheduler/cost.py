@@ -96,8 +96,9 @@ class Verdict:
     service_s: float
     mount_s: float
     key: tuple[float, ...]
-    #: Queues whose requests a session may read (unpaused).
-    queues: frozenset[str]
+    #: Queues whose requests a session may read (unpaused), None: any queue's, also of
+    #: requests that arrive for the tape while it is read.
+    queues: frozenset[str] | None
     #: The queue a session of this tape counts against (max_drives).
     queue: str
     #: Urgent because the plan would miss a queue's latency target (sticks while queued).
@@ -183,9 +184,14 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     rank = 0 if batching else priority
     small = tape.bytes < s.fill_bytes and len(tape) < s.fill_files
     queue = max(room or unpaused or tape.queues, key=lambda q: (tape.queues[q], q), default="")
+    # A session is kept to the queues with room only when some queue lacks it (a drive
+    # limit); else it reads every queue's requests, also those that arrive for its tape
+    # while it reads (an urgent request of another queue joins the running session
+    # instead of waiting for its end; paused queues the runner leaves out).
+    reads = frozenset(room) if room != unpaused or not room else None
 
     def held(rule: str) -> Verdict:
-        return Verdict(tape.volume, rule, rank, total, mount_s, (), frozenset(room), queue)
+        return Verdict(tape.volume, rule, rank, total, mount_s, (), reads, queue)
 
     age = max(0.0, ctx.now - tape.oldest())
     facts = Facts(tape, ctx, mounted, unpaused, room, priority, small, age)
@@ -213,9 +219,7 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
         total if rank > 0 else -total,
         float(zlib.crc32(tape.volume.encode())),
     )
-    return Verdict(
-        tape.volume, "", rank, total, mount_s, key, frozenset(room), queue, late, deadline, reach
-    )
+    return Verdict(tape.volume, "", rank, total, mount_s, key, reads, queue, late, deadline, reach)
 
 
 def handover_s(profile: Profile) -> float:
