@@ -491,29 +491,6 @@ class Scheduler:
         self._seen_pending = set(pending)
 
     async def shutdown_drives(self, bound_s: float) -> None:
-        """Unload the tapes of idle drives (after sessions ended), all at once, for at
-        most *bound_s* seconds in all.
-
-        One after another, 8 drives' rewinds, unloads and robot moves kept a stopping
-        daemon alive for minutes. A tape still in its drive when the bound passes stays
-        there: at the next start the backend reports it in the drive, the mount book
-        closes its open mount (``reset_drives``) and a session for it reads without a
-        new mount; its requests were queued again when their session ended.
-        """
-        loaded = [d for d in self.drives.drives.values() if d.volume and not d.busy]
-        if loaded and bound_s > 0:
-            tasks = [asyncio.create_task(self._unload_at_exit(d)) for d in loaded]
-            _, late = await asyncio.wait(tasks, timeout=bound_s)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.wait(late)
-        left = {d.name: d.volume for d in loaded if d.volume is not None}
-        if left:
-            log.warning("scheduler.left_mounted", drives=left, bound_s=bound_s)
-
-    async def _unload_at_exit(self, drive: DriveState) -> None:
-        try:
-            await self.drives.dismount(drive)
-        except TssdError as exc:
-            log.warning("dismount.failed", drive=drive.name, error=str(exc))
+        """Unload the tapes of idle drives after sessions ended, for at most *bound_s*
+        seconds in all (:meth:`DriveManager.unload_idle`)."""
+        await self.drives.unload_idle(bound_s)

@@ -6,6 +6,7 @@ a cartridge is recorded in at most one drive even if the in-memory view were wro
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -17,7 +18,7 @@ from tssd.clock import Clock
 from tssd.cluster.claims import LocalClaims, VolumeClaims
 from tssd.db.interface import MountBook
 from tssd.db.models import utcnow
-from tssd.errors import BackendError
+from tssd.errors import BackendError, TssdError
 from tssd.health import Health, record_failure, record_success
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
@@ -288,3 +289,31 @@ class DriveManager:
         if drive.mount_id is None:
             return
         await self.mounts.save_stats(drive.mount_id, drive.files, drive.bytes, drive.transfer_s)
+
+    async def unload_idle(self, bound_s: float) -> None:
+        """Unload the tapes of idle drives (after sessions ended), all at once, for at
+        most *bound_s* seconds in all.
+
+        One after another, 8 drives' rewinds, unloads and robot moves kept a stopping
+        daemon alive for minutes. A tape still in its drive when the bound passes stays
+        there: at the next start the backend reports it in the drive, the mount book
+        closes its open mount (``reset_drives``) and a session for it reads without a
+        new mount; its requests were queued again when their session ended.
+        """
+        loaded = [d for d in self.drives.values() if d.volume and not d.busy]
+        if loaded and bound_s > 0:
+            tasks = [asyncio.create_task(self._unload_at_exit(d)) for d in loaded]
+            _, late = await asyncio.wait(tasks, timeout=bound_s)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
+        left = {d.name: d.volume for d in loaded if d.volume is not None}
+        if left:
+            log.warning("scheduler.left_mounted", drives=left, bound_s=bound_s)
+
+    async def _unload_at_exit(self, drive: DriveState) -> None:
+        try:
+            await self.dismount(drive)
+        except TssdError as exc:
+            log.warning("dismount.failed", drive=drive.name, error=str(exc))
