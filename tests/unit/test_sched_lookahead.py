@@ -4,10 +4,13 @@ lookahead choice of a small batch's next read (scheduler/lookahead.py, scheduler
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.unit.test_sched_rao import GB, T0
 from tssd.backends.base import ReadItem, ReadResult, TapeCopy
@@ -16,7 +19,7 @@ from tssd.files import CountingSink
 from tssd.scheduler import lookahead
 from tssd.scheduler.calibrate import Calibration
 from tssd.scheduler.drives import DriveState
-from tssd.scheduler.rao import locate_total
+from tssd.scheduler.rao import _runs, _scaled, locate_total
 from tssd.scheduler.reads import PlannedReads, _stepwise
 from tssd.tape.geometry import ESTIMATE_SPREAD, LTO9
 
@@ -168,3 +171,60 @@ def test_next_read_enters_a_run_at_its_first_file() -> None:
     calibration = Calibration(ESTIMATED)
     for head in (0, 1200 * GB, 2600 * GB):
         assert lookahead.next_read(spans, head, calibration) in (0, 1, 3)
+
+
+# -- the plan to the end of a batch (lookahead.expected): checked against brute force ------
+
+
+@st.composite
+def small_batches(draw: st.DrawFn) -> tuple[list, int, list[float]]:
+    """2-4 runs of 1-3 GB files anywhere on an LTO-9 tape, a head, 1-6 hypotheses."""
+    starts = sorted(draw(st.sets(st.integers(0, 17_000), min_size=2, max_size=4)))
+    spans = [(s * GB, draw(st.integers(1, 3)) * GB) for s in starts]
+    head = draw(st.integers(0, 18_000)) * GB
+    steps = draw(st.sets(st.integers(-24, 24), min_size=1, max_size=6))
+    return _runs(spans), head, [1.0 + 0.00125 * k for k in sorted(steps)]
+
+
+def order_cost(runs: Sequence, order: Sequence[int], head: int, factor: float) -> float:
+    """Model locate seconds of reading *runs* in *order* from *head*, at *factor*."""
+    spans = [(runs[i].start, runs[i].end - runs[i].start) for i in order]
+    return locate_total(_scaled(spans, factor), int(head * factor), LTO9)
+
+
+@given(small_batches())
+@settings(max_examples=60, deadline=None)
+def test_with_one_hypothesis_the_plan_is_the_cheapest_order(case: tuple) -> None:
+    runs, head, truths = case
+    value, first = lookahead.expected(runs, head, LTO9, truths[:1])
+    orders = list(itertools.permutations(range(len(runs))))
+    best = min(order_cost(runs, o, head, truths[0]) for o in orders)
+    assert value == pytest.approx(best, abs=1e-6)
+    assert any(
+        o[0] == first and order_cost(runs, o, head, truths[0]) == pytest.approx(best)
+        for o in orders
+    )
+
+
+@given(small_batches())
+@settings(max_examples=60, deadline=None)
+def test_an_adaptive_plan_costs_between_knowing_the_truth_and_the_best_fixed_order(
+    case: tuple,
+) -> None:
+    """The plan's expectation is a true one (the observation bins partition the
+    hypotheses): no dearer than the best order fixed in advance, no cheaper than
+    knowing the truth, by brute force over every order."""
+    runs, head, truths = case
+    value, _ = lookahead.expected(runs, head, LTO9, truths)
+    orders = list(itertools.permutations(range(len(runs))))
+    costs = {o: [order_cost(runs, o, head, f) for f in truths] for o in orders}
+    fixed = min(sum(c) / len(truths) for c in costs.values())
+    knowing = sum(min(costs[o][k] for o in orders) for k in range(len(truths))) / len(truths)
+    assert knowing - 1e-6 <= value <= fixed + 1e-6
+
+
+def test_observing_a_locate_partitions_the_hypotheses() -> None:
+    times = {1.0: 10.0, 1.01: 11.5, 1.02: 12.1, 1.03: 40.0}
+    groups = {lookahead.observe(times, f) for f in times}
+    assert sorted(f for g in groups for f in g) == sorted(times)  # each once
+    assert all(f in lookahead.observe(times, f) for f in times)

@@ -7,25 +7,41 @@ factors agree on. But the first locate from BOT times its target's longitudinal
 position to about a second, which pins the tape's factor down to a few narrow aliases,
 and the rest of the batch is planned again on that.
 
-So each read of a small batch is chosen by looking one read ahead: for each run that
-could come next and each hypothesis (a plausible factor taken as the truth), the locate
-to it, then the factors that locate's time would leave plausible, then the robust tour
-of the rest planned on those, costed on the hypothesis. The next read is the run with
-the least mean over the hypotheses: a cheap hop that also tells which way the rest lies.
+A batch of at most ``EXACT_RUNS`` runs is planned to its end (``exact_next``): each
+plausible factor is a hypothesis of the truth, equally likely; a read's locate time
+leaves plausible the hypotheses whose model time falls in the same ``SLACK_S``-wide
+bin as the one the truth gives (``observe``: the calibration's resolution); the
+expected locating of every order of reads, each next read chosen on what the reads
+before it would have shown, is minimised by a search over (head, runs left, plausible
+hypotheses), memoised. That is the Bayes-optimal order under this observation model;
+its cost is bounded by the batch (5 runs: at most 5! orders) and by how few distinct
+plausible sets the hypotheses give.
+
+A larger small batch (up to ``MAX_RUNS``) looks one read ahead: for each run that could
+come next and each hypothesis, the locate to it, then the factors that locate's time
+would leave plausible, then the robust tour of the rest planned on those, costed on the
+hypothesis; the next read is the run with the least mean over the hypotheses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
-from tssd.scheduler.calibrate import VIEWS, Calibration, spaced
-from tssd.scheduler.rao import _runs, _scaled, locate_total, robust_tour
+from tssd.scheduler.calibrate import SLACK_S, STEPS, VIEWS, Calibration, spaced
+from tssd.scheduler.rao import _Run, _runs, _scaled, locate_total, robust_tour
+from tssd.tape.geometry import Profile
 
 #: Batches of at most this many runs are read one lookahead choice at a time (the
 #: choice costs about runs^2 x HYPOTHESES small tours).
 MAX_RUNS = 8
 #: Plausible factors taken in turn as the truth.
 HYPOTHESES = 25
+#: Batches of at most this many runs are planned to their end (``exact_next``), over
+#: every plausible candidate of the assumed spread (``2 * STEPS + 1``; a widened
+#: calibration's are taken evenly among them).
+EXACT_RUNS = 5
+EXACT_HYPOTHESES = 2 * STEPS + 1
 
 
 def small(spans: Sequence[tuple[int, int]]) -> bool:
@@ -40,6 +56,8 @@ def next_read(spans: Sequence[tuple[int, int]], head: int, calibration: Calibrat
     profile, capacity = calibration.profile, calibration.profile.capacity_bytes
     runs = _runs(spans)
     kept = calibration.kept()
+    if len(runs) <= EXACT_RUNS:
+        return exact_next(runs, head, profile, spaced(kept, EXACT_HYPOTHESES))
     truths = spaced(kept, HYPOTHESES)
     best, choice = float("inf"), runs[0].first
     for run in runs:
@@ -60,3 +78,49 @@ def next_read(spans: Sequence[tuple[int, int]], head: int, calibration: Calibrat
         if total < best * len(truths):
             best, choice = total / len(truths), run.first
     return choice
+
+
+def exact_next(runs: Sequence[_Run], head: int, profile: Profile, truths: Sequence[float]) -> int:
+    """The first span of the run of *runs* to read next from estimated offset *head*:
+    the least expected locating to the end of the batch over *truths* (each equally
+    likely), the rest planned again on what each read's time would leave plausible
+    (``observe``; module docstring)."""
+    return runs[expected(runs, head, profile, truths)[1]].first
+
+
+def expected(
+    runs: Sequence[_Run], head: int, profile: Profile, truths: Sequence[float]
+) -> tuple[float, int]:
+    """(The expected locate seconds of reading *runs* from *head* in the best adaptive
+    order over *truths*, the index of the run to read first)."""
+    capacity = profile.capacity_bytes
+    starts = tuple(r.start for r in runs)
+    ends = tuple(r.end for r in runs)
+
+    @cache
+    def value(at: int, rest: frozenset[int], group: tuple[float, ...]) -> tuple[float, int]:
+        best, choice = float("inf"), -1
+        for r in sorted(rest):
+            times = {f: profile.locate_s(int(at * f), int(starts[r] * f), capacity) for f in group}
+            total = sum(times.values())
+            left = rest - {r}
+            if left:
+                for truth in group:
+                    total += value(ends[r], left, observe(times, truth))[0]
+                    if total >= best * len(group):
+                        break  # already dearer than the best run
+            if total < best * len(group):
+                best, choice = total / len(group), r
+        return best, choice
+
+    return value(head, frozenset(range(len(runs))), tuple(truths))
+
+
+def observe(times: dict[float, float], truth: float) -> tuple[float, ...]:
+    """The hypotheses a locate's time cannot tell from *truth*: those whose model time
+    (*times*) falls in the same ``SLACK_S``-wide bin as the truth's (what a copy's own
+    drift leaves unexplained, as in the calibration). The bins partition the
+    hypotheses, so the plan's expectation is a true one: an adaptive order costs no more
+    than the best fixed order, and no less than knowing the truth (the unit tests)."""
+    seen = int(times[truth] // SLACK_S)
+    return tuple(f for f, t in times.items() if int(t // SLACK_S) == seen)
