@@ -256,3 +256,34 @@ def test_an_urgent_request_for_the_tape_being_read_is_read_by_its_deadline() -> 
     assert outcome.makespan_s > 600.0 + 3600.0  # the session outlasts the deadline
     assert done <= 600.0 + 3600.0
     assert [(m.volume, m.files) for m in outcome.mounts] == [("T0", files + 1)]
+
+
+def test_a_tape_unloaded_for_another_session_is_free_for_the_next_drive() -> None:
+    """Drive B reads T0's one file, then unloads T0 for T2 (a long session, waiting since
+    100 s); a request for T0 arrives at 3,000 s. Drive A, freed by T1 long before T2
+    ends, reads it (3,282 s). Before the fix the scheduler kept T0 reserved through B's
+    whole T2 session: the request waited for that session's end (11,501 s). Found on
+    the trickle campaign, where a tape visited for an urgent file and then swapped out
+    could not be visited again for hours."""
+    rows = ["pnfsid,volume,seq,size,storage_class,written_at"]
+    arrivals: list[Arrival] = []
+
+    def tape_of(volume: str, files: int, at: float) -> None:
+        for i in range(1, files + 1):
+            pnfsid = f"A{volume[1]}{i:04X}"  # hex, as pnfsids are
+            rows.append(f"{pnfsid},{volume},{i},{10 * GB},a:t,2019-01-01T00:00:01+00:00")
+            arrivals.append(Arrival(len(arrivals), pnfsid, at))
+
+    tape_of("T0", 2, 0.0)
+    tape_of("T1", 100, 0.0)
+    tape_of("T2", 400, 100.0)  # waits for a drive: T0 is still in it when it gets one
+    arrivals[1] = replace(arrivals[1], at=3000.0)  # T0's second file
+    arrivals = [replace(a, index=i) for i, a in enumerate(sorted(arrivals, key=lambda a: a.at))]
+    late = next(a for a in arrivals if a.pnfsid == "A00002")
+    options = Options(catalog=Path("unused"), requests=Path("unused"), drives=2)
+    outcome = run_virtual(lambda: run_campaign(options, arrivals, "\n".join(rows) + "\n"))
+    done = outcome.finished_at[outcome.request_of[late.index]]
+    t1 = next(m for m in outcome.mounts if m.volume == "T1")
+    assert t1.ended is not None and t1.ended < outcome.makespan_s  # T2 reads on after T1
+    assert done < outcome.makespan_s - 3600  # by the drive T1 freed, not after T2's session
+    assert [m.volume for m in outcome.mounts].count("T0") == 2

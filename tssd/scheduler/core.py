@@ -423,6 +423,13 @@ class Scheduler:
         )
         try:
             if candidate.purpose == "recall":
+                if held is not None and held != candidate.target:
+                    # Unload the tape this session replaces first and release it at once:
+                    # held to the session's end, a tape with requests left (a preempted
+                    # leftover, urgent requests arriving after a visit) could not be
+                    # given to another drive for a whole session.
+                    await self.drives.dismount(drive)
+                    self.reservations.release_volume(held)
                 await self.runner.recall(drive, candidate.target, candidate.queues)
             else:
                 await self.runner.migrate(drive, candidate.target)
