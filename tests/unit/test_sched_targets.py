@@ -59,12 +59,19 @@ def test_a_tape_that_would_miss_its_target_is_urgent_at_once() -> None:
         a, context(now=2000.0, targets=targets, starts={"A": 2000.0}, late=frozenset("A"))
     )
     assert sticky.late and sticky.priority == 1
-    # It waits for company (ranked as ordinary work) while the next drive to change
-    # tapes would still reach its requests before the deadline, and not after.
-    batching = evaluate(a, context(targets=targets, starts={"A": 3500.0}, next_free=2000.0))
-    assert batching.late and batching.priority == 0
+    # Late, it does not wait for company, even where the next drive to change tapes
+    # would still reach it in time: the plan says that drive goes to other tapes first.
+    late_now = evaluate(a, context(targets=targets, starts={"A": 3500.0}, next_free=2000.0))
+    assert late_now.late and late_now.priority == 1
     due = evaluate(a, context(targets=targets, starts={"A": 3500.0}, next_free=3500.0))
     assert due.late and due.priority == 1
+    # On time, an urgent tape waits for company (ranked as ordinary work) while the next
+    # drive to change tapes would still reach its requests before the deadline.
+    urgent = tape("fast", 900.0, priority=5).tapes["A"]
+    waits = evaluate(urgent, context(targets=targets, starts={"A": 1000.0}, next_free=2000.0))
+    assert not waits.late and waits.priority == 0
+    goes = evaluate(urgent, context(targets=targets, starts={"A": 1000.0}, next_free=4400.0))
+    assert not goes.late and goes.priority == 5
     # Without targets the verdict is the one of before (no target, no change).
     plain = evaluate(a, context(queues={}, starts={"A": 3500.0}))
     assert plain == evaluate(a, context(queues={}))

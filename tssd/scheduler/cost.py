@@ -175,10 +175,12 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     # Higher-priority requests on a tape that needs a mount wait a little, so that the
     # next ones for it share the mount; meanwhile the tape leads the ordinary work. With
     # a target the wait is the target's: while the next drive to change tapes would still
-    # reach them before the deadline, this one need not take them.
+    # reach them before the deadline, this one need not take them; not once the plan
+    # finds the tape late (that next drive goes to other tapes first: waiting, a late
+    # tape kept rank 0, so it neither went first nor asked a target preemption).
     if deadline < math.inf:
         arrives = ctx.next_free + reach + handover_s(ctx.profile)
-        batching = priority > 0 and not mounted and arrives < deadline
+        batching = priority > 0 and not mounted and arrives < deadline and not late
     else:
         batching = priority > 0 and not mounted and ctx.now < urgent_since(tape) + s.urgent_batch_s
     rank = 0 if batching else priority
