@@ -5,7 +5,7 @@ Usage: python benchmarks/trickle_detail.py OUT.json -- SIMULATE-ARGS...
 
 SIMULATE-ARGS are those of ``tssd simulate`` (``--catalog``, ``--requests``,
 ``--profile``, ``--config``, ``--set``...); the campaign runs through the same
-``run_campaign`` with the same options. OUT.json holds ``requests`` (queue, at, end)
+``run_campaign`` with the same options. OUT.json holds ``requests`` (pnfsid, queue, at, end)
 and ``mounts`` (drive, volume, requested, ready, ended, files), for studying where a
 latency target's late requests wait (docs/benchmarks.md, latency targets).
 """

@@ -105,8 +105,8 @@ def expected(
             total = sum(times.values())
             left = rest - {r}
             if left:
-                for truth in group:
-                    total += value(ends[r], left, observe(times, truth))[0]
+                for part in observe(times):
+                    total += value(ends[r], left, part)[0] * len(part)
                     if total >= best * len(group):
                         break  # already dearer than the best run
             if total < best * len(group):
@@ -116,11 +116,13 @@ def expected(
     return value(head, frozenset(range(len(runs))), tuple(truths))
 
 
-def observe(times: dict[float, float], truth: float) -> tuple[float, ...]:
-    """The hypotheses a locate's time cannot tell from *truth*: those whose model time
-    (*times*) falls in the same ``SLACK_S``-wide bin as the truth's (what a copy's own
-    drift leaves unexplained, as in the calibration). The bins partition the
-    hypotheses, so the plan's expectation is a true one: an adaptive order costs no more
-    than the best fixed order, and no less than knowing the truth (the unit tests)."""
-    seen = int(times[truth] // SLACK_S)
-    return tuple(f for f, t in times.items() if int(t // SLACK_S) == seen)
+def observe(times: dict[float, float]) -> list[tuple[float, ...]]:
+    """The hypotheses a locate's time cannot tell apart, in groups: those whose model
+    time (*times*) falls in the same ``SLACK_S``-wide bin (what a copy's own drift leaves
+    unexplained, as in the calibration). The bins partition the hypotheses, so the
+    plan's expectation is a true one: an adaptive order costs no more than the best fixed
+    order, and no less than knowing the truth (the unit tests)."""
+    bins: dict[int, list[float]] = {}
+    for f, t in times.items():
+        bins.setdefault(int(t // SLACK_S), []).append(f)
+    return [tuple(b) for b in bins.values()]
