@@ -6,10 +6,13 @@ without SQL. The same store passes the SQL stores' contract suite
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 
-from tssd.backends.base import DriveInfo, ReadItem, ReadResult, TapeCopy
+import pytest
+
+from tssd.backends.base import DriveInfo, ReadItem, ReadResult, TapeCopy, WriteItem, WriteResult
 from tssd.clock import RealClock
 from tssd.config import Settings
 from tssd.db.memory import MemoryStore
@@ -208,3 +211,88 @@ async def test_mount_counters_reach_the_row_when_a_session_ends() -> None:
     drives.account(drive, 100, 1.0, 0.0)
     await drives.dismount(drive)
     assert (mounts.mounts[0].files, mounts.mounts[0].nbytes) == (2, 200)
+
+
+class HeldLibrary(Library):
+    """One drive holding tape R at the start; reads and writes wait for *go*."""
+
+    def __init__(self, copies: dict[str, list[tuple[str, int]]]) -> None:
+        super().__init__(copies)
+        self.loaded = {"d1": "R"}
+        self.go = asyncio.Event()
+        self.busy = asyncio.Event()
+
+    async def max_object_size(self) -> None:
+        return None
+
+    async def writable_volume(self, storage_class: str, size: int) -> str:
+        return "V"
+
+    async def read(self, drive: str, items: Sequence[ReadItem]) -> AsyncIterator[ReadResult]:
+        self.busy.set()
+        await self.go.wait()
+        async for result in super().read(drive, items):
+            yield result
+
+    async def write(self, drive: str, items: Sequence[WriteItem]) -> AsyncIterator[WriteResult]:
+        self.busy.set()
+        await self.go.wait()
+        for item in items:
+            copy = TapeCopy(item.pnfsid, f"V/{item.pnfsid}", "V", 1, 100, None, None, T0)
+            yield WriteResult(item, copy)
+
+
+@pytest.mark.parametrize("kind", ["recall", "migrate"])
+async def test_a_session_frees_the_tape_it_unloads_at_once_and_once(
+    memory_store: MemoryStore, kind: str
+) -> None:
+    """A session on a drive holding another tape (R) unloads R and frees it at once, so
+    another drive may take R while the session reads or writes; and the session's end
+    does not free R again (that would drop the reservation of the session now on R).
+    Recall sessions did the first since issue 18's third trickle round; migrations held
+    R to their end."""
+    library = HeldLibrary({"00C1": [("X", 1)]})
+    settings = dataclasses.replace(Settings().scheduler, migrate_max_age_s=0.0)
+    clock, metrics, policy, planner = RealClock(), Metrics(), get_policy("tssd"), Planner()
+    drives = DriveManager(library, MemoryMounts(), retrier(), metrics, clock)  # type: ignore[arg-type]
+    chooser = Chooser(
+        settings, memory_store.scheduling, memory_store.queue_settings, drives, LTO9, clock,
+        planner=planner,
+    )  # fmt: skip
+    reservations = Reservations()
+    runner = SessionRunner(
+        memory_store, library, drives, retrier(), metrics, reservations=reservations,  # type: ignore[arg-type]
+        tiers=PriorityTiers(drives, planner), sink_for=lambda request: CountingSink(),
+        source_for=lambda request: None, chunk=100, policy=policy, rao="off",  # type: ignore[arg-type,return-value]
+    )  # fmt: skip
+    intake = Intake(memory_store, library, retrier(), policy, planner=planner, now=clock.now)  # type: ignore[arg-type]
+    scheduler = Scheduler(
+        settings, memory_store, drives, intake, runner, metrics, policy,  # type: ignore[arg-type]
+        chooser=chooser, reservations=reservations,
+    )  # fmt: skip
+    if kind == "recall":
+        [request] = await submit(memory_store, "00C1")
+    else:
+        body = {
+            "kind": "migrate", "pnfsid": "00C1", "path": "/pool/00C1", "storage_class": "a:b",
+            "size": 100,
+        }  # fmt: skip
+        [(_, row)] = await memory_store.submit([parse_submit(body)])
+        request = row.id
+    await scheduler.start()
+    for _ in range(50):
+        await scheduler.schedule_once()
+        await asyncio.sleep(0.01)
+        if library.busy.is_set():
+            break
+    assert library.loaded["d1"] != "R"  # unloaded for the session's own tape
+    assert not reservations.volume_busy("R")  # and free while the session runs
+    reservations.hold_volume("R")  # as another drive's session for R would
+    library.go.set()
+    for _ in range(50):
+        await asyncio.sleep(0.01)
+        if (await memory_store.get(request)).state == State.DONE:
+            break
+    assert (await memory_store.get(request)).state == State.DONE
+    await scheduler.stop(1.0)
+    assert reservations.volume_busy("R")  # the session's end left that reservation alone

@@ -96,7 +96,6 @@ class Scheduler:
         self.reservations = reservations
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
-        self._unload_failed: set[str] = set()
         self._seen_pending: set[tuple[str, str]] = set()
         self._pending_at = float("-inf")
         self._migrations_waiting = True
@@ -248,7 +247,7 @@ class Scheduler:
                 if drive is not None:
                     self._start(drive, candidate)
         self.decisions.mark("assign")
-        await self._dismount_idle()
+        await self.drives.unload_expired(self.settings.keep_mounted_s, self.reservations)
         self.decisions.mark("dismount")
         await self._update_pending()
         self.decisions.mark("pending")
@@ -418,21 +417,28 @@ class Scheduler:
 
     async def _session(self, drive: DriveState, candidate: Candidate) -> None:
         held = drive.volume
+
+        def unloaded() -> None:
+            # The tape this session replaced is free from its unload on: held to the
+            # session's end, a tape with requests left (a preempted leftover, urgent
+            # requests after a visit) could not go to another drive for a whole session.
+            # Released once: a later release would drop another session's reservation.
+            nonlocal held
+            if held is not None:
+                self.reservations.release_volume(held)
+                held = None
+
         log.info(
             "session.start", drive=drive.name, purpose=candidate.purpose, target=candidate.target
         )
         try:
             if candidate.purpose == "recall":
                 if held is not None and held != candidate.target:
-                    # Unload the tape this session replaces first and release it at once:
-                    # held to the session's end, a tape with requests left (a preempted
-                    # leftover, urgent requests arriving after a visit) could not be
-                    # given to another drive for a whole session.
                     await self.drives.dismount(drive)
-                    self.reservations.release_volume(held)
+                    unloaded()
                 await self.runner.recall(drive, candidate.target, candidate.queues)
             else:
-                await self.runner.migrate(drive, candidate.target)
+                await self.runner.migrate(drive, candidate.target, unloaded=unloaded)
         except TssdError as exc:
             self.drives.session_failed(drive, str(exc))
             log.warning("session.failed", drive=drive.name, target=candidate.target, error=str(exc))
@@ -445,8 +451,7 @@ class Scheduler:
                 self.reservations.release_volume(candidate.target)
             else:
                 self.reservations.release_class(candidate.target)
-            if held is not None:
-                self.reservations.release_volume(held)
+            unloaded()
             self.drives.vacate(drive, idle_since=self.drives.clock.now())
             self.decisions.drive_freed()
             self._drive_freed.set()
@@ -455,31 +460,6 @@ class Scheduler:
             log.info(
                 "session.end", drive=drive.name, purpose=candidate.purpose, target=candidate.target
             )
-
-    async def _dismount_idle(self) -> None:
-        """Unload tapes idle past ``keep_mounted_s``, and at once those in disabled drives:
-        a tape left in a drive nobody may use would hold its queue forever."""
-        now = self.drives.clock.now()
-        for drive in self.drives.drives.values():
-            if drive.busy or drive.volume is None:
-                continue
-            may_wait = drive.enabled or drive.name in self._unload_failed
-            if may_wait and now - drive.idle_since < self.settings.keep_mounted_s:
-                continue
-            volume = drive.volume
-            self.reservations.hold_volume(volume)
-            self.drives.occupy(drive)
-            try:
-                await self.drives.dismount(drive)
-                self._unload_failed.discard(drive.name)
-            except TssdError as exc:
-                # Retried after keep_mounted_s, not on every pass.
-                self._unload_failed.add(drive.name)
-                self.drives.idle_from(drive, now)
-                log.warning("dismount.failed", drive=drive.name, volume=volume, error=str(exc))
-            finally:
-                self.drives.vacate(drive)
-                self.reservations.release_volume(volume)
 
     async def _update_pending(self) -> None:
         # A full count scans the table: often enough for a gauge, not on every pass.

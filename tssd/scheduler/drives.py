@@ -23,6 +23,7 @@ from tssd.health import Health, record_failure, record_success
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
 from tssd.scheduler.queues import MountLedger
+from tssd.scheduler.reservations import Reservations
 
 log = structlog.get_logger()
 
@@ -112,6 +113,8 @@ class DriveManager:
         self.ledger = MountLedger()
         #: Recent rates, latencies and queue depth for `tssctl top` and /status.
         self.activity = Activity()
+        #: Drives whose idle tape would not unload: retried after keep_mounted_s.
+        self._unload_failed: set[str] = set()
 
     async def load(self) -> None:
         """Take the drive list from the backend; close mounts a crash left open."""
@@ -289,6 +292,32 @@ class DriveManager:
         if drive.mount_id is None:
             return
         await self.mounts.save_stats(drive.mount_id, drive.files, drive.bytes, drive.transfer_s)
+
+    async def unload_expired(self, keep_s: float, reservations: Reservations) -> None:
+        """Unload tapes idle for *keep_s* seconds, and at once those in disabled drives: a
+        tape left in a drive nobody may use would hold its queue for ever. Each tape is
+        reserved in *reservations* while it is unloaded."""
+        now = self.clock.now()
+        for drive in self.drives.values():
+            if drive.busy or drive.volume is None:
+                continue
+            may_wait = drive.enabled or drive.name in self._unload_failed
+            if may_wait and now - drive.idle_since < keep_s:
+                continue
+            volume = drive.volume
+            reservations.hold_volume(volume)
+            self.occupy(drive)
+            try:
+                await self.dismount(drive)
+                self._unload_failed.discard(drive.name)
+            except TssdError as exc:
+                # Retried after keep_s, not on every pass.
+                self._unload_failed.add(drive.name)
+                self.idle_from(drive, now)
+                log.warning("dismount.failed", drive=drive.name, volume=volume, error=str(exc))
+            finally:
+                self.vacate(drive)
+                reservations.release_volume(volume)
 
     async def unload_idle(self, bound_s: float) -> None:
         """Unload the tapes of idle drives (after sessions ended), all at once, for at

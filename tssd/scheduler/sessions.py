@@ -23,8 +23,6 @@ from tssd.backends.base import (
     Source,
     TapeBackend,
     TapeCopy,
-    WriteItem,
-    WriteResult,
 )
 from tssd.backpressure import Backpressure
 from tssd.clock import Offload, inline
@@ -42,7 +40,6 @@ from tssd.scheduler.reads import PlannedReads
 from tssd.scheduler.reservations import Reservations
 from tssd.scheduler.tiers import PriorityTiers
 from tssd.scheduler.writable import WritableBatches
-from tssd.submit import make_uri
 from tssd.tape.geometry import Profile
 
 log = structlog.get_logger()
@@ -361,105 +358,6 @@ class SessionRunner(WritableBatches):
             # Cancelled while on tape: take back the file nobody waits for any more.
             await result.item.sink.retract()
             log.info("recall.retracted", **fields)
-
-    # -- migrate ----------------------------------------------------------------------
-
-    async def migrate(self, drive: DriveState, storage_class: str) -> None:
-        claimed = await self.store.scheduling.claim_migrations(
-            storage_class, drive.name, self.chunk, paused=self.paused
-        )
-        if not claimed:
-            return
-        pending = {r.id: r for r in claimed}
-        held, volume = drive.volume, None
-        try:
-            claimed = await self._possible(claimed, pending)
-            volume, claimed = await self._volume_for(storage_class, claimed, pending)
-            if volume is None:
-                return
-            self.filling[storage_class] = volume
-            await self._take_volume(drive, volume)
-            await self.drives.ensure_mounted(drive, volume, "migrate")
-            items = [
-                WriteItem(
-                    pnfsid=r.pnfsid or "",
-                    storage_class=storage_class,
-                    source=self.source_for(r),
-                    adler32=r.checksum,
-                )
-                for r in claimed
-            ]
-            by_item = {id(item): r for item, r in zip(items, claimed, strict=True)}
-            async for result in self.backend.write(drive.name, items):
-                request = by_item[id(result.item)]
-                pending.pop(request.id, None)
-                await self._finish_write(drive, request, result)
-        except TssdError as exc:
-            if not isinstance(exc, TransientBackendError):
-                await self._strike(pending, exc)
-            raise
-        finally:
-            if volume is not None and volume != held:
-                self.reservations.release_volume(volume)
-            await self.store.transition(
-                list(pending),
-                (State.ACTIVE,),
-                State.QUEUED,
-                reason="session ended",
-                values={"drive": None},
-            )
-            await self.drives.flush_stats(drive)
-
-    async def _take_volume(self, drive: DriveState, volume: str) -> None:
-        """Reserve the filling tape for this drive, fetching it from an idle drive."""
-        holder = self.drives.holding(volume)
-        busy = self.reservations.volume_busy(volume) or (holder is not None and holder.busy)
-        if volume != drive.volume and busy:
-            raise TransientBackendError(f"volume {volume} is busy in another session")
-        self.reservations.hold_volume(volume)
-        if holder is not None and holder is not drive:
-            self.drives.occupy(holder)
-            try:
-                await self.drives.dismount(holder)
-            finally:
-                self.drives.vacate(holder)
-
-    async def _finish_write(self, drive: DriveState, request: Request, result: WriteResult) -> None:
-        fields = {"pnfsid": request.pnfsid, "drive": drive.name, "request_id": request.id}
-        if result.error is not None or result.copy is None:
-            error = result.error or TssdError("no copy written")
-            await self.drives.failed(drive, drive.volume, error, "write")
-            await self._fail(request, error, **fields)
-            return
-        copy = result.copy
-        self.drives.succeeded(drive, drive.volume)
-        self.drives.account(drive, copy.size, result.transfer_s, 0.0)
-        self.metrics.transfer_bytes_total.labels(kind="migrate").inc(copy.size)
-        await self.complete_migration(request, copy)
-
-    async def complete_migration(self, request: Request, copy: TapeCopy) -> None:
-        uri = make_uri(
-            request.hsm_type, request.hsm_instance, request.store, request.group, copy.bfid
-        )
-        if await self.store.finish(
-            request.id,
-            State.DONE,
-            "migrated",
-            uri=uri,
-            bfid=copy.bfid,
-            volume=copy.volume,
-            position=copy.position,
-            result_adler32=copy.adler32,
-        ):
-            self._observe(request, "done")
-            log.info(
-                "request.done",
-                kind="migrate",
-                request_id=request.id,
-                pnfsid=request.pnfsid,
-                volume=copy.volume,
-                bfid=copy.bfid,
-            )
 
     # -- shared -----------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Migration batches a tape can take, and the end of work that can never succeed.
+"""Write sessions: a migration batch onto a tape it fits, and the end of work that can
+never succeed.
 
 A migration larger than any cartridge once went back to the queue after every session,
 for ever: 93 % CPU, a storm of events, its storage class blocked (issue 17 point 5). Here
@@ -10,26 +11,155 @@ than one tape is cut down until it fits, and a request whose session fails the s
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import structlog
 
-from tssd.backends.base import TapeBackend
+from tssd.backends.base import Source, TapeBackend, TapeCopy, WriteItem, WriteResult
 from tssd.db.models import Request
-from tssd.errors import BackendError, DataError, TooLargeForTape, TssdError
+from tssd.db.store import RequestStore
+from tssd.domain import State
+from tssd.errors import BackendError, DataError, TooLargeForTape, TransientBackendError, TssdError
+from tssd.metrics import Metrics
 from tssd.retry import Retrier
+from tssd.scheduler.drives import DriveManager, DriveState
+from tssd.scheduler.reservations import Reservations
+from tssd.submit import make_uri
 
 log = structlog.get_logger()
 
 
+def _nothing() -> None:
+    pass
+
+
 class WritableBatches:
-    """Mixin of :class:`~tssd.scheduler.sessions.SessionRunner`: what a write session may try."""
+    """Mixin of :class:`~tssd.scheduler.sessions.SessionRunner`: its write sessions."""
 
     backend: TapeBackend
     retrier: Retrier
+    store: RequestStore
+    drives: DriveManager
+    metrics: Metrics
+    reservations: Reservations
+    source_for: Callable[[Request], Source]
+    filling: dict[str, str]
+    paused: frozenset[str]
+    chunk: int
+
+    def _observe(self, request: Request, outcome: str) -> None:
+        raise NotImplementedError  # SessionRunner's
 
     async def _fail(self, request: Request, exc: BaseException, **fields: Any) -> None:
         raise NotImplementedError  # SessionRunner's
+
+    async def migrate(
+        self, drive: DriveState, storage_class: str, unloaded: Callable[[], None] = _nothing
+    ) -> None:
+        """Write a batch of *storage_class*'s queued migrations to a volume it may fill.
+
+        A tape in *drive* that is not that volume is unloaded first, then *unloaded* is
+        called (the scheduler frees that tape for other drives).
+        """
+        claimed = await self.store.scheduling.claim_migrations(
+            storage_class, drive.name, self.chunk, paused=self.paused
+        )
+        if not claimed:
+            return
+        pending = {r.id: r for r in claimed}
+        held, volume = drive.volume, None
+        try:
+            claimed = await self._possible(claimed, pending)
+            volume, claimed = await self._volume_for(storage_class, claimed, pending)
+            if volume is None:
+                return
+            self.filling[storage_class] = volume
+            await self._take_volume(drive, volume)
+            if held is not None and held != volume:
+                await self.drives.dismount(drive)
+                unloaded()
+            await self.drives.ensure_mounted(drive, volume, "migrate")
+            items = [
+                WriteItem(
+                    pnfsid=r.pnfsid or "",
+                    storage_class=storage_class,
+                    source=self.source_for(r),
+                    adler32=r.checksum,
+                )
+                for r in claimed
+            ]
+            by_item = {id(item): r for item, r in zip(items, claimed, strict=True)}
+            async for result in self.backend.write(drive.name, items):
+                request = by_item[id(result.item)]
+                pending.pop(request.id, None)
+                await self._finish_write(drive, request, result)
+        except TssdError as exc:
+            if not isinstance(exc, TransientBackendError):
+                await self._strike(pending, exc)
+            raise
+        finally:
+            if volume is not None and volume != held:
+                self.reservations.release_volume(volume)
+            await self.store.transition(
+                list(pending),
+                (State.ACTIVE,),
+                State.QUEUED,
+                reason="session ended",
+                values={"drive": None},
+            )
+            await self.drives.flush_stats(drive)
+
+    async def _take_volume(self, drive: DriveState, volume: str) -> None:
+        """Reserve the filling tape for this drive, fetching it from an idle drive."""
+        holder = self.drives.holding(volume)
+        busy = self.reservations.volume_busy(volume) or (holder is not None and holder.busy)
+        if volume != drive.volume and busy:
+            raise TransientBackendError(f"volume {volume} is busy in another session")
+        self.reservations.hold_volume(volume)
+        if holder is not None and holder is not drive:
+            self.drives.occupy(holder)
+            try:
+                await self.drives.dismount(holder)
+            finally:
+                self.drives.vacate(holder)
+
+    async def _finish_write(self, drive: DriveState, request: Request, result: WriteResult) -> None:
+        fields = {"pnfsid": request.pnfsid, "drive": drive.name, "request_id": request.id}
+        if result.error is not None or result.copy is None:
+            error = result.error or TssdError("no copy written")
+            await self.drives.failed(drive, drive.volume, error, "write")
+            await self._fail(request, error, **fields)
+            return
+        copy = result.copy
+        self.drives.succeeded(drive, drive.volume)
+        self.drives.account(drive, copy.size, result.transfer_s, 0.0)
+        self.metrics.transfer_bytes_total.labels(kind="migrate").inc(copy.size)
+        await self.complete_migration(request, copy)
+
+    async def complete_migration(self, request: Request, copy: TapeCopy) -> None:
+        uri = make_uri(
+            request.hsm_type, request.hsm_instance, request.store, request.group, copy.bfid
+        )
+        if await self.store.finish(
+            request.id,
+            State.DONE,
+            "migrated",
+            uri=uri,
+            bfid=copy.bfid,
+            volume=copy.volume,
+            position=copy.position,
+            result_adler32=copy.adler32,
+        ):
+            self._observe(request, "done")
+            log.info(
+                "request.done",
+                kind="migrate",
+                request_id=request.id,
+                pnfsid=request.pnfsid,
+                volume=copy.volume,
+                bfid=copy.bfid,
+            )
 
     async def _possible(self, claimed: list[Request], pending: dict[int, Request]) -> list[Request]:
         """Fail at once, without a retry, the migrations larger than any tape."""
