@@ -14,7 +14,7 @@ import pytest
 
 from tssd.backends.base import DriveInfo, ReadItem, ReadResult, TapeCopy, WriteItem, WriteResult
 from tssd.clock import RealClock
-from tssd.config import Settings
+from tssd.config import SchedulerSettings, Settings
 from tssd.db.memory import MemoryStore
 from tssd.db.memory_mounts import MemoryMounts
 from tssd.domain import State
@@ -142,6 +142,30 @@ class Library(Catalog):
             yield ReadResult(item, nbytes, adler)
 
 
+def whole_scheduler(
+    store: MemoryStore, library: Library, settings: SchedulerSettings | None = None
+) -> tuple[Scheduler, DriveManager, Reservations]:
+    """The whole scheduler (chooser, drives, sessions, intake) on *store* and *library*."""
+    settings = settings or Settings().scheduler
+    clock, metrics, policy, planner = RealClock(), Metrics(), get_policy("tssd"), Planner()
+    drives = DriveManager(library, MemoryMounts(), retrier(), metrics, clock)  # type: ignore[arg-type]
+    chooser = Chooser(
+        settings, store.scheduling, store.queue_settings, drives, LTO9, clock, planner=planner
+    )
+    reservations = Reservations()
+    runner = SessionRunner(
+        store, library, drives, retrier(), metrics, reservations=reservations,  # type: ignore[arg-type]
+        tiers=PriorityTiers(drives, planner), sink_for=lambda request: CountingSink(),
+        source_for=lambda request: None, chunk=100, policy=policy, rao="off",  # type: ignore[arg-type,return-value]
+    )  # fmt: skip
+    intake = Intake(store, library, retrier(), policy, planner=planner, now=clock.now)  # type: ignore[arg-type]
+    scheduler = Scheduler(
+        settings, store, drives, intake, runner, metrics, policy,  # type: ignore[arg-type]
+        chooser=chooser, reservations=reservations,
+    )  # fmt: skip
+    return scheduler, drives, reservations
+
+
 async def test_the_scheduler_reads_every_tape_once_on_the_memory_store(
     memory_store: MemoryStore,
 ) -> None:
@@ -151,25 +175,7 @@ async def test_the_scheduler_reads_every_tape_once_on_the_memory_store(
         {"00B1": [("V1", 3)], "00B2": [("V1", 1)], "00B3": [("V2", 2)], "00B4": [("V1", 2)],
          "00B5": [("V2", 1)]}
     )  # fmt: skip
-    settings = Settings().scheduler
-    clock, metrics, policy, planner = RealClock(), Metrics(), get_policy("tssd"), Planner()
-    drives = DriveManager(library, MemoryMounts(), retrier(), metrics, clock)  # type: ignore[arg-type]
-    chooser = Chooser(
-        settings, memory_store.scheduling, memory_store.queue_settings, drives, LTO9, clock,
-        planner=planner,
-    )  # fmt: skip
-    reservations = Reservations()
-    tiers = PriorityTiers(drives, planner)
-    runner = SessionRunner(
-        memory_store, library, drives, retrier(), metrics, reservations=reservations,  # type: ignore[arg-type]
-        tiers=tiers, sink_for=lambda request: CountingSink(), source_for=None,  # type: ignore[arg-type]
-        chunk=100, policy=policy, rao="off",
-    )  # fmt: skip
-    intake = Intake(memory_store, library, retrier(), policy, planner=planner, now=clock.now)  # type: ignore[arg-type]
-    scheduler = Scheduler(
-        settings, memory_store, drives, intake, runner, metrics, policy,  # type: ignore[arg-type]
-        chooser=chooser, reservations=reservations,
-    )  # fmt: skip
+    scheduler, drives, _ = whole_scheduler(memory_store, library)
     ids = await submit(memory_store, "00B1", "00B2", "00B3", "00B4", "00B5")
     await scheduler.start()
     for _ in range(50):
@@ -253,23 +259,7 @@ async def test_a_session_frees_the_tape_it_unloads_at_once_and_once(
     R to their end."""
     library = HeldLibrary({"00C1": [("X", 1)]})
     settings = dataclasses.replace(Settings().scheduler, migrate_max_age_s=0.0)
-    clock, metrics, policy, planner = RealClock(), Metrics(), get_policy("tssd"), Planner()
-    drives = DriveManager(library, MemoryMounts(), retrier(), metrics, clock)  # type: ignore[arg-type]
-    chooser = Chooser(
-        settings, memory_store.scheduling, memory_store.queue_settings, drives, LTO9, clock,
-        planner=planner,
-    )  # fmt: skip
-    reservations = Reservations()
-    runner = SessionRunner(
-        memory_store, library, drives, retrier(), metrics, reservations=reservations,  # type: ignore[arg-type]
-        tiers=PriorityTiers(drives, planner), sink_for=lambda request: CountingSink(),
-        source_for=lambda request: None, chunk=100, policy=policy, rao="off",  # type: ignore[arg-type,return-value]
-    )  # fmt: skip
-    intake = Intake(memory_store, library, retrier(), policy, planner=planner, now=clock.now)  # type: ignore[arg-type]
-    scheduler = Scheduler(
-        settings, memory_store, drives, intake, runner, metrics, policy,  # type: ignore[arg-type]
-        chooser=chooser, reservations=reservations,
-    )  # fmt: skip
+    scheduler, _, reservations = whole_scheduler(memory_store, library, settings)
     if kind == "recall":
         [request] = await submit(memory_store, "00C1")
     else:
