@@ -18,6 +18,7 @@ from tssd.config import SchedulerSettings, Settings
 from tssd.db.memory import MemoryStore
 from tssd.db.memory_mounts import MemoryMounts
 from tssd.domain import State
+from tssd.errors import PermanentBackendError
 from tssd.files import CountingSink
 from tssd.metrics import Metrics
 from tssd.retry import Retrier, RetryPolicy
@@ -286,3 +287,40 @@ async def test_a_session_frees_the_tape_it_unloads_at_once_and_once(
     assert (await memory_store.get(request)).state == State.DONE
     await scheduler.stop(1.0)
     assert reservations.volume_busy("R")  # the session's end left that reservation alone
+
+
+class StuckLibrary(Library):
+    """d1 and d2 hold tapes; d2's unload fails while *stuck*."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+        self.loaded = {"d1": "A", "d2": "B"}
+        self.stuck = True
+
+    async def dismount(self, drive: str) -> None:
+        if drive == "d2" and self.stuck:
+            raise PermanentBackendError("drive d2: unload refused")
+        await super().dismount(drive)
+
+
+async def test_idle_tapes_unload_after_keep_s_and_at_once_from_a_disabled_drive() -> None:
+    """``DriveManager.unload_expired``: a tape idle for less than *keep_s* stays; one in a
+    disabled drive goes at once; an unload that fails is retried only after *keep_s*, not
+    on every pass; each tape is reserved while it unloads and free after."""
+    library, clock, reservations = StuckLibrary(), StepClock(), Reservations()
+    drives = DriveManager(library, MemoryMounts(), retrier(), Metrics(), clock)  # type: ignore[arg-type]
+    await drives.load()
+    await drives.unload_expired(60.0, reservations)
+    assert library.loaded == {"d1": "A", "d2": "B"}  # idle for 0 s
+    drives.set_enabled("d2", False)
+    await drives.unload_expired(60.0, reservations)  # d2 at once: refused
+    assert library.loaded == {"d1": "A", "d2": "B"}
+    library.stuck = False
+    clock.at += 30
+    await drives.unload_expired(60.0, reservations)
+    assert library.loaded["d2"] == "B"  # a failed unload waits keep_s like an idle tape
+    clock.at += 31
+    await drives.unload_expired(60.0, reservations)
+    assert library.loaded == {"d1": None, "d2": None}
+    assert not reservations.volume_busy("A") and not reservations.volume_busy("B")
+    assert not any(d.busy for d in drives.drives.values())
