@@ -418,27 +418,31 @@ class Scheduler:
     async def _session(self, drive: DriveState, candidate: Candidate) -> None:
         held = drive.volume
 
-        def unloaded() -> None:
-            # The tape this session replaced is free from its unload on: held to the
-            # session's end, a tape with requests left (a preempted leftover, urgent
-            # requests after a visit) could not go to another drive for a whole session.
-            # Released once: a later release would drop another session's reservation.
+        def release_held() -> None:
+            # Released once: a later release would drop the reservation of a session
+            # that took the tape meanwhile.
             nonlocal held
             if held is not None:
                 self.reservations.release_volume(held)
                 held = None
+
+        async def make_room(volume: str) -> None:
+            # The tape this session replaces is free from its unload on: held to the
+            # session's end, a tape with requests left (a preempted leftover, urgent
+            # requests after a visit) could not go to another drive for a whole session.
+            if held is not None and held != volume:
+                await self.drives.dismount(drive)
+                release_held()
 
         log.info(
             "session.start", drive=drive.name, purpose=candidate.purpose, target=candidate.target
         )
         try:
             if candidate.purpose == "recall":
-                if held is not None and held != candidate.target:
-                    await self.drives.dismount(drive)
-                    unloaded()
+                await make_room(candidate.target)
                 await self.runner.recall(drive, candidate.target, candidate.queues)
             else:
-                await self.runner.migrate(drive, candidate.target, unloaded=unloaded)
+                await self.runner.migrate(drive, candidate.target, make_room)
         except TssdError as exc:
             self.drives.session_failed(drive, str(exc))
             log.warning("session.failed", drive=drive.name, target=candidate.target, error=str(exc))
@@ -451,7 +455,7 @@ class Scheduler:
                 self.reservations.release_volume(candidate.target)
             else:
                 self.reservations.release_class(candidate.target)
-            unloaded()
+            release_held()
             self.drives.vacate(drive, idle_since=self.drives.clock.now())
             self.decisions.drive_freed()
             self._drive_freed.set()

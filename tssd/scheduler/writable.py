@@ -11,7 +11,7 @@ than one tape is cut down until it fits, and a request whose session fails the s
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -28,10 +28,6 @@ from tssd.scheduler.reservations import Reservations
 from tssd.submit import make_uri
 
 log = structlog.get_logger()
-
-
-def _nothing() -> None:
-    pass
 
 
 class WritableBatches:
@@ -55,12 +51,15 @@ class WritableBatches:
         raise NotImplementedError  # SessionRunner's
 
     async def migrate(
-        self, drive: DriveState, storage_class: str, unloaded: Callable[[], None] = _nothing
+        self,
+        drive: DriveState,
+        storage_class: str,
+        make_room: Callable[[str], Awaitable[None]],
     ) -> None:
         """Write a batch of *storage_class*'s queued migrations to a volume it may fill.
 
-        A tape in *drive* that is not that volume is unloaded first, then *unloaded* is
-        called (the scheduler frees that tape for other drives).
+        Once the volume is known, ``make_room(volume)`` unloads any other tape in *drive*
+        (the scheduler frees that tape for other drives).
         """
         claimed = await self.store.scheduling.claim_migrations(
             storage_class, drive.name, self.chunk, paused=self.paused
@@ -76,9 +75,7 @@ class WritableBatches:
                 return
             self.filling[storage_class] = volume
             await self._take_volume(drive, volume)
-            if held is not None and held != volume:
-                await self.drives.dismount(drive)
-                unloaded()
+            await make_room(volume)
             await self.drives.ensure_mounted(drive, volume, "migrate")
             items = [
                 WriteItem(
