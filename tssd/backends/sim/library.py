@@ -12,7 +12,6 @@ runs in real time (``tssd serve``), compressed time (tests, demos) or virtual ti
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -35,9 +34,9 @@ from tssd.backends.records import normalize_adler32
 from tssd.backends.sim.catalog import Catalog, check_room
 from tssd.backends.sim.catalog_csv import export_csv, import_csv
 from tssd.backends.sim.faults import FaultInjector
-from tssd.backends.sim.layout import drive_geometry, physical_offsets
 from tssd.backends.sim.media import SimDrive, deliver
 from tssd.backends.sim.tidy import own_store
+from tssd.backends.sim.truth import VolumeKnowledge
 from tssd.clock import Clock
 from tssd.config import SimSettings
 from tssd.db.engine import Sessions
@@ -54,7 +53,7 @@ from tssd.errors import (
     TransientBackendError,
 )
 from tssd.files import FileSink
-from tssd.tape.geometry import ESTIMATE_SPREAD, Profile, get_profile
+from tssd.tape.geometry import Profile, get_profile
 
 log = structlog.get_logger()
 
@@ -104,12 +103,8 @@ class SimLibrary(TapeBackend):
         )
         self._alloc = asyncio.Lock()
         self._lock_fd: int | None = None
-        # Per volume, where its objects truly lie (catalog offset -> physical offset) and
-        # its physical end of data: the library's secret, see layout.py.
-        self._truth: dict[str, tuple[dict[int, tuple[int, int]], int]] = {}
-        self._geometry: dict[str, Profile] = {}
-        # Per volume, the wrap ends its drive reports (sim.drive_geometry).
-        self._reports: dict[str, Profile | None] = {}
+        # Where each volume's objects truly lie, and what the scheduler is told of it.
+        self._known = VolumeKnowledge(self._catalog, self.profile, settings)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -144,54 +139,12 @@ class SimLibrary(TapeBackend):
         return self.profile
 
     async def geometry(self, volume: str) -> Profile | None:
-        """The media type's nominal geometry at the volume's own capacity; copies'
-        offsets (the sizes of the objects before them) are estimates of the truth, off by
-        as much as a real site would assume (``ESTIMATE_SPREAD``), not by the simulated
-        ``layout_spread``, which only the library knows.
-
-        With ``sim.drive_geometry``, once the volume is in a drive: the wrap ends that
-        drive reports (READ END OF WRAP POSITION, :func:`layout.wrap_report`)."""
-        if self._settings.drive_geometry and any(d.volume == volume for d in self._drives.values()):
-            if volume not in self._reports and (tape := await self._catalog.tape(volume)):
-                objects = await self._catalog.layout(volume)
-                self._reports[volume] = drive_geometry(
-                    self.profile, tape.capacity, volume, objects, self._settings
-                )
-            if (report := self._reports.get(volume)) is not None:
-                return report
-        known = self._geometry.get(volume)
-        if known is None:
-            tape = await self._catalog.tape(volume)
-            if tape is None:
-                return None
-            known = dataclasses.replace(
-                self.profile,
-                capacity_bytes=tape.capacity,
-                position_spread=ESTIMATE_SPREAD,
-            )
-            self._geometry[volume] = known
-        return known
-
-    async def _true_layout(self, volume: str) -> tuple[dict[int, tuple[int, int]], int]:
-        """Catalog offset -> true (start, end) of each object on *volume*; its true end
-        of data."""
-        known = self._truth.get(volume)
-        if known is None:
-            objects = await self._catalog.layout(volume)
-            s = self._settings
-            places = physical_offsets(volume, objects, s.layout_spread, s.file_spread, s.seed)
-            end = places[-1][1] if places else 0
-            known = ({o[1]: p for o, p in zip(objects, places, strict=True)}, end)
-            self._truth[volume] = known
-        return known
-
-    async def _true_span(self, volume: str, offset: int, size: int) -> tuple[int, int]:
-        places, _ = await self._true_layout(volume)
-        if offset not in places:  # written since: learn the tape again
-            self._truth.pop(volume, None)
-            self._reports.pop(volume, None)
-            places, _ = await self._true_layout(volume)
-        return places.get(offset, (offset, offset + size))
+        """What a real SP site's backend could tell (:meth:`VolumeKnowledge.told`): the
+        media type's nominal geometry at the volume's own capacity, or with
+        ``sim.drive_geometry``, once the volume is in a drive, the wrap ends that drive
+        reports (READ END OF WRAP POSITION, :func:`layout.wrap_report`)."""
+        in_drive = any(d.volume == volume for d in self._drives.values())
+        return await self._known.told(volume, in_drive=in_drive)
 
     # -- catalog tools -----------------------------------------------------------------
 
@@ -209,9 +162,7 @@ class SimLibrary(TapeBackend):
             summary = await import_csv(
                 self._sessions, source, replace=replace, capacity=self._capacity
             )
-            self._truth.clear()
-            self._geometry.clear()
-            self._reports.clear()
+            self._known.clear()
         log.info("sim.catalog.imported", **summary)
         return summary
 
@@ -323,7 +274,7 @@ class SimLibrary(TapeBackend):
         if fault is not None:
             await item.sink.abort()
             return self._read_failed(drive, item, fault)
-        start, end = await self._true_span(obj.volume, obj.offset, obj.size)
+        start, end = await self._known.span(obj.volume, obj.offset, obj.size)
         locate_s = await self._delay(self.profile.locate_s(state.head, start, state.capacity))
         await self._delay(self.profile.per_file_s)
         transfer_s = await self._delay(self.profile.transfer_s(obj.size))
@@ -396,7 +347,7 @@ class SimLibrary(TapeBackend):
             await self._discard(bfid)
             return self._already_on_tape(drive, item, existing)
         # Appending starts at the (physical) end of data, wherever reads left the head.
-        _, physical_end = await self._true_layout(volume)
+        _, physical_end = await self._known.layout(volume)
         await self._delay(self.profile.locate_s(state.head, physical_end, state.capacity))
         await self._delay(self.profile.per_file_s)
         transfer_s = await self._delay(self.profile.transfer_s(nbytes))
@@ -408,9 +359,8 @@ class SimLibrary(TapeBackend):
         if copy.bfid != bfid:
             await self._discard(bfid)
             return self._already_on_tape(drive, item, copy)
-        self._truth.pop(volume, None)
-        self._reports.pop(volume, None)
-        start, end = await self._true_span(volume, copy.offset, nbytes)
+        self._known.written(volume)
+        start, end = await self._known.span(volume, copy.offset, nbytes)
         state.move(self.profile, start, end)
         log.debug(
             "sim.write.file",
