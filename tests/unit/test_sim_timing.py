@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from tssd.backends.base import ReadItem, ReadResult, TapeCopy, WriteItem
 from tssd.backends.sim import PROFILES, Profile, SimLibrary, get_profile
+from tssd.backends.sim.media import SimDrive
 from tssd.config import SimSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base, SimObject, SimTape
@@ -179,16 +180,30 @@ def test_locate_model_matches_vendor_average(name: str, vendor_avg_s: float) -> 
 
 
 def test_unload_rewind_follows_the_published_steps() -> None:
-    cap = LTO9.capacity_bytes
-    assert LTO9.unload_rewind_s(0, cap, 0.0) == 0.0  # never moved
-    assert [LTO9.unload_rewind_s(1, cap, r) for r in (0.1, 0.5, 0.9, 1.0)] == [
-        55.0, 110.0, 165.0, 165.0
+    """IBM (TS4500 / Diamondback "Performance specifications for LTO tape drives", LTO-9):
+    rewind as part of UNLOAD 55 s below 5 GB of contiguous data transferred, 110 s from
+    5 GB to 50 GB, 165 s for all other mount activity."""
+    cap, gb = LTO9.capacity_bytes, 10**9
+    assert LTO9.unload_rewind_s(0, cap, 0) == 0.0  # never moved
+    assert [LTO9.unload_rewind_s(n, cap, n) for n in (1, 5 * gb - 1, 5 * gb, 50 * gb - 1)] == [
+        55.0, 55.0, 110.0, 110.0
     ]  # fmt: skip
-    # Crossing a wrap turns at an end of the tape: the mount went the whole length.
-    assert LTO9.reach_of(0, LTO9.wrap_bytes(cap) + 1, cap) == 1.0
+    assert LTO9.unload_rewind_s(50 * gb, cap, 50 * gb) == 165.0
+    assert LTO9.unload_rewind_s(gb, cap, None) == 165.0  # a locate: other activity
     # Without published steps, the rewind follows the head.
     lto8 = get_profile("lto8")
-    assert lto8.unload_rewind_s(0, lto8.capacity_bytes, 0.5) == lto8.rewind_s(0, cap)
+    assert lto8.unload_rewind_s(0, lto8.capacity_bytes, None) == lto8.rewind_s(0, cap)
+
+
+def test_a_drive_counts_contiguous_data_until_it_locates() -> None:
+    drive = SimDrive("d0", volume="V", capacity=LTO9.capacity_bytes)
+    drive.move(0, 1000)
+    drive.move(1000, 3000)  # the next object on tape: no locate
+    assert drive.contiguous == 3000
+    drive.move(5000, 6000)  # a locate past the bytes between
+    assert drive.contiguous is None
+    drive.move(6000, 7000)
+    assert drive.contiguous is None  # once scattered, for the rest of the mount
 
 
 def test_rewind_grows_with_head_position() -> None:
@@ -207,11 +222,16 @@ async def test_mount_costs_robot_and_load(library: SimLibrary, clock: RecordingC
 
 async def test_remount_dismounts_first(library: SimLibrary, clock: RecordingClock) -> None:
     await library.mount("drive0", "SIM000L9")
-    await read(library, "drive0", await copies(library, 2))
+    await read(library, "drive0", await copies(library, 1, 2))
     clock.take()
     await library.mount("drive0", "SIM001L9")
-    rewind = LTO9.rewind_steps_s[0]  # the head stayed near BOT: IBM's first step
+    rewind = LTO9.rewind_steps_s[0]  # a few MB read from BOT on: IBM's first step
     assert clock.take() == [rewind, LTO9.unload_s, LTO9.robot_s, LTO9.robot_s, LTO9.load_s]
+    await library.mount("drive0", "SIM000L9")
+    await read(library, "drive0", await copies(library, 2))  # a locate past P1
+    clock.take()
+    await library.dismount("drive0")
+    assert clock.take()[0] == LTO9.rewind_steps_s[-1]  # any other activity: the last step
 
 
 async def test_dismount_at_bot_needs_no_rewind(library: SimLibrary, clock: RecordingClock) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -67,10 +66,15 @@ class Profile:
     #: Appended to the six-character volume serial, as in the library's barcodes.
     volume_suffix: str = ""
     description: str = ""
-    #: Rewind as part of unload in published steps (LTO-9: 55/110/165 s), by how far along
-    #: the tape the mount took the head (thirds of the length for three steps); empty:
-    #: ``rewind_full_s`` times the head's longitudinal position.
+    #: Rewind as part of unload in published steps (LTO-9: 55/110/165 s), by the mount's
+    #: activity (``rewind_step_bytes``); empty: ``rewind_full_s`` times the head's
+    #: longitudinal position.
     rewind_steps_s: tuple[float, ...] = ()
+    #: The published bounds between the steps: a mount that only transferred data
+    #: contiguously from BOT, less than the first bound, takes the first step, less than
+    #: the second the second, and so on; any other activity (a locate away from where
+    #: the head was) takes the last step.
+    rewind_step_bytes: tuple[int, ...] = ()
     #: How far the positions RAO plans on may be off, as a share of the offset: 0 when
     #: they are exact; an estimate from object sizes is off by the tape's compression and
     #: rewrite factor (``ESTIMATE_SPREAD``). RAO then keeps only orders that win over
@@ -149,28 +153,23 @@ class Profile:
         """Rewind before unload: grows with the head's distance from BOT."""
         return self.longitudinal(head_offset, capacity) * self.rewind_full_s
 
-    def unload_rewind_s(self, head_offset: int, capacity: int, reach: float) -> float:
-        """Rewind on unload after a mount that took the head *reach* (0.0 BOT, 1.0 EOT)
-        along the tape at most."""
+    def unload_rewind_s(self, head_offset: int, capacity: int, contiguous: int | None) -> float:
+        """Rewind on unload after a mount that transferred *contiguous* bytes, all of them
+        contiguously from BOT, or (None) did anything else (IBM's steps for LTO-9)."""
         if not self.rewind_steps_s:
             return self.rewind_s(head_offset, capacity)
-        if reach <= 0.0 and head_offset == 0:
-            return 0.0
-        steps = len(self.rewind_steps_s)
-        index = min(steps - 1, max(0, math.ceil(reach * steps) - 1))
-        return self.rewind_steps_s[index]
+        if contiguous == 0 and head_offset == 0:
+            return 0.0  # the head never moved
+        if contiguous is None:
+            return self.rewind_steps_s[-1]
+        index = sum(contiguous >= bound for bound in self.rewind_step_bytes)
+        return self.rewind_steps_s[min(index, len(self.rewind_steps_s) - 1)]
 
     def typical_unload_rewind_s(self) -> float:
         """The rewind on unload to plan with: the middle step, or from mid-tape."""
         if self.rewind_steps_s:
             return self.rewind_steps_s[len(self.rewind_steps_s) // 2]
         return self.rewind_full_s / 2
-
-    def reach_of(self, start: int, end: int, capacity: int) -> float:
-        """How far along the tape the head gets moving from byte *start* to *end*."""
-        if self.wrap_of(start, capacity) != self.wrap_of(end, capacity):
-            return 1.0  # it turned at an end of the tape (EOT or, later, BOT and back)
-        return max(self.longitudinal(start, capacity), self.longitudinal(end, capacity))
 
     def mount_s(self) -> float:
         """Robot move and load of an empty drive, arms free."""
@@ -205,7 +204,10 @@ LTO9 = Profile(
     bands=4,
     volume_suffix="L9",
     description="IBM LTO-9 full height (TS4500 specification)",
-    rewind_steps_s=(55.0, 110.0, 165.0),  # IBM: rewind on unload 55 / 110 / 165 s
+    # IBM: rewind on unload 55 s below 5 GB of contiguous data transferred, 110 s from 5
+    # to 50 GB, 165 s for all other mount activity.
+    rewind_steps_s=(55.0, 110.0, 165.0),
+    rewind_step_bytes=(5 * 10**9, 50 * 10**9),
 )
 
 LTO8 = Profile(

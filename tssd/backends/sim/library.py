@@ -208,7 +208,7 @@ class SimLibrary(TapeBackend):
         except BaseException:
             self._claims.pop(volume, None)
             raise
-        state.volume, state.capacity, state.head, state.reach = volume, tape.capacity, 0, 0.0
+        state.volume, state.capacity, state.head, state.contiguous = volume, tape.capacity, 0, 0
         log.info("sim.mount.ready", drive=drive, volume=volume, seconds=self._clock.now() - started)
 
     async def dismount(self, drive: str) -> None:
@@ -218,9 +218,9 @@ class SimLibrary(TapeBackend):
             return
         started = self._clock.now()
         try:
-            rewind = self.profile.unload_rewind_s(state.head, state.capacity, state.reach)
+            rewind = self.profile.unload_rewind_s(state.head, state.capacity, state.contiguous)
             await self._delay(rewind)
-            state.head, state.reach = 0, 0.0
+            state.head, state.contiguous = 0, 0
             await self._delay(self.profile.unload_s)
             async with self._robot:
                 await self._delay(self.profile.robot_s)
@@ -278,7 +278,7 @@ class SimLibrary(TapeBackend):
         locate_s = await self._delay(self.profile.locate_s(state.head, start, state.capacity))
         await self._delay(self.profile.per_file_s)
         transfer_s = await self._delay(self.profile.transfer_s(obj.size))
-        state.move(self.profile, start, end)
+        state.move(start, end)
         try:
             nbytes, adler = await deliver(self._objects, obj, item.sink)
         except (DataError, PermanentBackendError) as exc:
@@ -361,7 +361,7 @@ class SimLibrary(TapeBackend):
             return self._already_on_tape(drive, item, copy)
         self._known.written(volume)
         start, end = await self._known.span(volume, copy.offset, nbytes)
-        state.move(self.profile, start, end)
+        state.move(start, end)
         log.debug(
             "sim.write.file",
             drive=drive,

@@ -15,7 +15,6 @@ from tssd.backends.records import normalize_adler32
 from tssd.db.models import SimObject
 from tssd.errors import ChecksumMismatch, PermanentBackendError, SourceUnreadable
 from tssd.files import CHUNK_SIZE, CountingSink, FileSource, adler32_hex
-from tssd.tape.geometry import Profile
 
 
 @dataclass(slots=True)
@@ -25,16 +24,15 @@ class SimDrive:
     capacity: int = 0
     #: Byte offset of the head on the loaded volume.
     head: int = 0
-    #: Farthest the head got along the tape during this mount (0.0 BOT, 1.0 EOT).
-    reach: float = 0.0
+    #: Bytes transferred during this mount while every transfer followed the one before
+    #: from BOT (the head never located elsewhere); None once it did: what the rewind
+    #: on unload depends on (``Profile.unload_rewind_s``).
+    contiguous: int | None = 0
 
-    def move(self, profile: Profile, start: int, end: int) -> None:
+    def move(self, start: int, end: int) -> None:
         """The head locates from where it is to *start* and reads or writes to *end*."""
-        self.reach = max(
-            self.reach,
-            profile.reach_of(self.head, start, self.capacity),
-            profile.reach_of(start, end, self.capacity),
-        )
+        if self.contiguous is not None:
+            self.contiguous = end if start == self.head else None
         self.head = end
 
 
