@@ -10,11 +10,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from tssd.backends.sim.profiles import LTO9
+from tssd.backends.sim.profiles import LTO9, get_profile
 from tssd.config import SchedulerSettings
 from tssd.config.queues import QueueSettings
 from tssd.scheduler.choose import Chooser, Running
-from tssd.scheduler.cost import Context, QueuePolicy, Verdict, evaluate, target_deadline
+from tssd.scheduler.cost import (
+    Context,
+    QueuePolicy,
+    Verdict,
+    evaluate,
+    handover_s,
+    target_deadline,
+)
 from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.queues import MountLedger
 from tssd.simulate.campaign import Arrival
@@ -146,11 +153,22 @@ def test_late_tapes_rank_by_their_last_moment_to_start() -> None:
     assert min(keys) == keys[1]  # A's deadline (3600 s) before B's (4100 s)
 
 
+#: A profile whose rewind on unload follows the head (no published steps): the tape a
+#: drive unloads may take up to a full rewind, 50 s more than the half the plan counts.
+T10K = get_profile("gridka-t10k")
+
+
+def test_the_handover_is_what_the_plan_leaves_out_of_the_unload() -> None:
+    assert handover_s(T10K) == pytest.approx(T10K.rewind_full_s / 2) == 50.0
+    # LTO-9 plans every unload with IBM's last step, which any mount that locates takes.
+    assert handover_s(LTO9) == 0.0
+
+
 def chooser(now: float, starts: dict[str, float], running: dict[str, Running]) -> Chooser:
     clock = SimpleNamespace(now=lambda: now)
     drives = SimpleNamespace(drives={}, free=list, ledger=MountLedger())
     settings = SchedulerSettings(preempt_after_s=14400.0)
-    made = Chooser(settings, None, None, drives, LTO9, clock)  # type: ignore[arg-type]
+    made = Chooser(settings, None, None, drives, T10K, clock)  # type: ignore[arg-type]
     made._starts, made.running = starts, running
     made.planner = tape("fast", 0.0, n=1, priority=5)
     return made
@@ -175,7 +193,7 @@ def never_urgent(drive: str) -> int:
         (3400.0, 9000.0, ["d2"]),  # at its last moment, no drive frees in time: the one
         # with most work left yields
         (2000.0, 9000.0, []),  # not yet: a drive may free, later requests may join
-        (3200.0, 9000.0, []),  # nor within the longest handover (55 s on LTO-9) of it
+        (3200.0, 9000.0, []),  # nor within the longest handover (50 s here) of it
         (3250.0, 9000.0, ["d2"]),
         (3400.0, 3250.0, ["d2"]),  # a plan of a drive free by now: a session overran
         (3700.0, 9000.0, []),  # the deadline passed: preempting no longer meets it
@@ -215,19 +233,19 @@ def test_a_target_bearing_file_is_read_by_its_deadline_not_urgent_within_s_late(
 def test_the_scheduler_wakes_at_the_next_last_moment_of_a_target() -> None:
     """Passes come on events and every ``tick_s``: a last moment between two passes was
     acted on up to a tick late. The chooser names the next one ahead (deadline minus
-    reaching the tape minus the longest handover, 55 s on LTO-9) for the loop to wake."""
+    reaching the tape minus the longest handover, 50 s here) for the loop to wake."""
     made = chooser(3000.0, {}, bulk_sessions())
     made.verdicts = {
-        "A": waiting(deadline=3600.0, reach=300.0),  # last moment 3245 s
-        "B": replace(waiting(deadline=5000.0, reach=300.0), volume="B"),  # 4645 s
-        "C": replace(waiting(deadline=3300.0, reach=300.0), volume="C"),  # 2945 s: passed
+        "A": waiting(deadline=3600.0, reach=300.0),  # last moment 3250 s
+        "B": replace(waiting(deadline=5000.0, reach=300.0), volume="B"),  # 4650 s
+        "C": replace(waiting(deadline=3300.0, reach=300.0), volume="C"),  # 2950 s: passed
         "D": replace(waiting(), volume="D", deadline=float("inf")),  # no target request
     }
     assert made.next_last_moment() == float("inf")  # no queue has a target: never
     made.queues = {"fast": QueuePolicy(latency_target_s=3600.0)}
-    assert made.next_last_moment() == pytest.approx(3245.0)
+    assert made.next_last_moment() == pytest.approx(3250.0)
     del made.verdicts["A"]
-    assert made.next_last_moment() == pytest.approx(4645.0)
+    assert made.next_last_moment() == pytest.approx(4650.0)
 
 
 def test_a_session_reads_every_queue_unless_a_drive_limit_keeps_one_out() -> None:

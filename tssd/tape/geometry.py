@@ -166,9 +166,11 @@ class Profile:
         return self.rewind_steps_s[min(index, len(self.rewind_steps_s) - 1)]
 
     def typical_unload_rewind_s(self) -> float:
-        """The rewind on unload to plan with: the middle step, or from mid-tape."""
+        """The rewind on unload to plan with: with published steps the last, which any
+        mount that locates takes (a recall session does, from BOT to its first file
+        and between runs); else from mid-tape."""
         if self.rewind_steps_s:
-            return self.rewind_steps_s[len(self.rewind_steps_s) // 2]
+            return self.rewind_steps_s[-1]
         return self.rewind_full_s / 2
 
     def mount_s(self) -> float:
