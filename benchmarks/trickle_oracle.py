@@ -1,4 +1,4 @@
-"""How few drive-seconds could serve the urgent trickle, given tssd's own bulk sessions?
+"""How many drive-seconds would visits for the urgent trickle take, given tssd's own bulk sessions?
 
 Usage: python benchmarks/trickle_oracle.py CAMPAIGN_DIR [--profile P] [--limit S]
 
@@ -11,6 +11,10 @@ window it falls in (optimal interval stabbing). A visit costs at least the robot
 ways, load, the locates from BOT in position order, the reads, the rewind and the
 unload on the profile's model. Prints the visits, their cost, and the 5 % allowance
 (a twentieth of the bulk-only makespan, given with ``--baseline``) in drive-seconds.
+
+Not a lower bound: it keeps tssd's bulk sessions, and a visit reading its files in
+another order than position order can cost less (issue 18). For a bound that depends on
+no schedule, see ``target_bound.py``.
 """
 
 from __future__ import annotations
