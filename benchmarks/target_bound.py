@@ -14,11 +14,13 @@ schedule that reads it faster, shifts the figure a little. The model, per tape:
   counted, and serves the requests whose window ``[a, a + target]`` it meets: a mount
   serving arrivals ``a_first <= ... <= a_last`` lasts at least ``a_last - a_first -
   target`` (its *need*);
-- the bulk work may be split over the mounts in any way (a session that yields and is
-  remounted later), but each mount beyond the first costs a mount cycle on top of it:
-  the robot both ways, load, the shortest rewind on unload, unload, one locate's fixed
-  part, the per-file overhead (``cycle_s``). So the mounts last at least ``session +
-  (m - 1) * cycle`` together, and each but one at least ``cycle``;
+- the bulk work may be split over the mounts in any way, but each mount beyond the first
+  costs a mount cycle on top of it (``cycle_s``): the robot both ways, load, unload, the
+  per-file overhead of one read, and the least rewind on unload of a mount that read
+  one of the tape's target-bearing files (``rewind_floor_s``: on LTO-9, IBM's steps by
+  how many bytes it transferred contiguously from BOT, or a locate's fixed part and the
+  last step; else none). So the mounts last at least ``session + (m - 1) * cycle``
+  together, and each but one at least ``cycle``;
 - the extra drive time is what the mounts last beyond ``session``.
 
 The mounts serve contiguous clusters of the sorted arrivals (a mount meets the windows of
@@ -29,13 +31,17 @@ over the sorted arrivals (which cluster is the base one is part of its state). R
 may be left out (``--misses``, 5 % for a p95 target), spread over the tapes where they
 save most (a min-plus knapsack). Relaxed away, so the bound can only be lower: the drive
 count (any number of mounts at once), one drive per cartridge, the time the urgent reads
-themselves take, and where on the tape they are. ``tests/unit/test_target_bound.py``
-checks the dynamic program against an exhaustive search over schedules on small cases.
+themselves take and the locates to them. The files' places are those ``tssd simulate``
+gives them with its default sim settings (``true_ends``); each file has one copy.
+``tests/unit/test_target_bound.py`` checks the dynamic program against an exhaustive
+search over schedules on small cases.
 
 An earlier version charged every mount but the bulk session ``cycle + max(0, d -
 target)`` for a cluster spanning ``d`` seconds, as if the bulk work could not be split: a
 session split in two covers two long clusters for one cycle, so that figure was not a
-bound (the test's ``test_a_split_session_serves_two_long_clusters_for_one_cycle``).
+bound (the test's ``test_a_split_session_serves_two_long_clusters_for_one_cycle``); its
+cycle also counted a locate's fixed part, which a mount reading contiguously from BOT
+does not pay, and LTO-9's shortest rewind whatever the files' places.
 
 Prints the bound in drive-seconds; compare it with the room the bulk-only run leaves
 before the last bulk file is 5 % later (10 drives times 1.05 times its makespan, minus its
@@ -50,14 +56,55 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+from tssd.backends.sim.layout import physical_offsets
+from tssd.config import SimSettings
 from tssd.tape.geometry import Profile, get_profile
 
 
-def cycle_s(p: Profile) -> float:
-    """The cheapest extra mount: robot both ways, load, shortest rewind, unload, one
-    locate's fixed part and the per-file overhead of one read."""
-    rewind = p.rewind_steps_s[0] if p.rewind_steps_s else 0.0
-    return 2 * p.robot_s + p.load_s + rewind + p.unload_s + p.locate_base_s + p.per_file_s
+def rewind_floor_s(p: Profile, end: int) -> float:
+    """The least rewind on unload of a mount that read a file ending at true physical
+    offset *end*. With published steps (IBM's, LTO-9) the mount either located, a
+    locate's fixed part and the last step, or transferred contiguously from BOT to at
+    least *end*, the step of that many bytes. Without steps 0: the head may end its
+    reads anywhere, at BOT too."""
+    if not p.rewind_steps_s:
+        return 0.0
+    contiguous = p.unload_rewind_s(end, p.capacity_bytes, max(1, end))
+    return min(p.locate_base_s + p.rewind_steps_s[-1], contiguous)
+
+
+def cycle_s(p: Profile, ends: list[int]) -> float:
+    """The cheapest extra mount of a tape whose target-bearing files end at *ends*
+    (true physical offsets): the robot both ways, load, unload, the per-file overhead of
+    one read and the least rewind of a mount that read one of them."""
+    rewind = min((rewind_floor_s(p, end) for end in ends), default=0.0)
+    return 2 * p.robot_s + p.load_s + p.unload_s + p.per_file_s + rewind
+
+
+def true_ends(catalog: Path, wanted: set[str]) -> dict[str, tuple[str, int]]:
+    """pnfsid -> (volume, true physical end offset) of each file of *wanted*, where
+    ``tssd simulate`` with its default sim settings lays them out (``layout.py``: offsets
+    the sum of the sizes before, in sequence order, times the tape's and the file's
+    factors). A file with copies on several tapes is refused: the model takes one."""
+    by_volume: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+    with catalog.open(encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            by_volume[row["volume"]].append((int(row["seq"]), int(row["size"]), row["pnfsid"]))
+    s = SimSettings()
+    found: dict[str, tuple[str, int]] = {}
+    for volume, rows in by_volume.items():
+        rows.sort()
+        objects, used = [], 0
+        for seq, size, _ in rows:
+            objects.append((seq, used, size))
+            used += size
+        places = physical_offsets(volume, objects, s.layout_spread, s.file_spread, s.seed)
+        for (_, _, pnfsid), (_, end) in zip(rows, places, strict=True):
+            if pnfsid in wanted:
+                if pnfsid in found:
+                    raise SystemExit(f"{pnfsid} has copies on several tapes: not modelled")
+                found[pnfsid] = (volume, end)
+    return found
 
 
 def tape_costs(arrivals: list[float], target: float, session: float, cycle: float,
@@ -116,23 +163,30 @@ def main() -> None:
     parser.add_argument("--misses", type=int, help="requests that may miss (default 5 %%)")
     parser.add_argument("--queue", default="urgent")
     args = parser.parse_args()
-    volume_of: dict[str, str] = {}
-    with (args.campaign / "catalog.csv").open(encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            volume_of.setdefault(row["pnfsid"], row["volume"])
-    arrivals: dict[str, list[float]] = defaultdict(list)
+    urgent: list[tuple[str, float]] = []
     with (args.campaign / "requests.csv").open(encoding="utf-8") as f:
         for row in csv.DictReader(f):
             if row.get("queue") == args.queue:
-                arrivals[volume_of[row["pnfsid"]]].append(float(row["at"]))
-    count = sum(len(a) for a in arrivals.values())
+                urgent.append((row["pnfsid"], float(row["at"])))
+    where = true_ends(args.campaign / "catalog.csv", {pnfsid for pnfsid, _ in urgent})
+    arrivals: dict[str, list[float]] = defaultdict(list)
+    ends: dict[str, list[int]] = defaultdict(list)
+    for pnfsid, at in urgent:
+        volume, end = where[pnfsid]
+        arrivals[volume].append(at)
+        ends[volume].append(end)
+    count = len(urgent)
     misses = args.misses if args.misses is not None else count * 5 // 100
-    cycle = cycle_s(get_profile(args.profile))
+    profile = get_profile(args.profile)
+    cycles = {volume: cycle_s(profile, ends[volume]) for volume in arrivals}
     per_tape = [
-        tape_costs(sorted(a), args.target, args.session, cycle, misses) for a in arrivals.values()
+        tape_costs(sorted(a), args.target, args.session, cycles[v], misses)
+        for v, a in arrivals.items()
     ]
     extra = bound(per_tape, misses)
-    print(f"{count} requests on {len(arrivals)} tapes, {misses} may miss; cycle {cycle:.0f} s")
+    low, high = min(cycles.values()), max(cycles.values())
+    print(f"{count} requests on {len(arrivals)} tapes, {misses} may miss")
+    print(f"cheapest extra mount per tape: {low:.0f}-{high:.0f} s")
     print(f"target {args.target:.0f} s: extra mounts cost at least {extra:.0f} drive-s")
 
 

@@ -12,7 +12,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from target_bound import bound, tape_costs
+from target_bound import bound, cycle_s, rewind_floor_s, tape_costs
+
+from tssd.tape.geometry import LTO9, get_profile
 
 
 def exhaustive(
@@ -81,3 +83,17 @@ def test_misses_go_where_they_save_most() -> None:
     assert bound(per_tape, 1) == 30.0  # the second tape's miss saves 20
     assert bound(per_tape, 2) == 10.0
     assert bound(per_tape, 3) == 0.0
+
+
+def test_an_extra_mount_rewinds_at_least_what_reaching_its_file_costs() -> None:
+    gb = 10**9
+    # IBM's LTO-9 steps by contiguous bytes from BOT (55 / 110 s), or a locate's fixed
+    # part and the last step (8 + 165 s), whichever is less.
+    assert rewind_floor_s(LTO9, gb) == 55.0
+    assert rewind_floor_s(LTO9, 10 * gb) == 110.0
+    assert rewind_floor_s(LTO9, 100 * gb) == 165.0
+    assert cycle_s(LTO9, [100 * gb, 10 * gb]) == 2 * 12.0 + 17.0 + 30.0 + 3.0 + 110.0
+    # No published steps: the head may end anywhere, BOT too.
+    t10k = get_profile("gridka-t10k")
+    assert rewind_floor_s(t10k, 100 * gb) == 0.0
+    assert cycle_s(t10k, [100 * gb]) == 2 * t10k.robot_s + t10k.load_s + t10k.unload_s + 5.0
