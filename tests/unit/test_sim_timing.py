@@ -180,7 +180,8 @@ def test_locate_model_matches_vendor_average(name: str, vendor_avg_s: float) -> 
 
 
 def test_unload_rewind_follows_the_published_steps() -> None:
-    """IBM (TS4500 / Diamondback "Performance specifications for LTO tape drives", LTO-9):
+    """IBM (TS4500 / Diamondback "Performance specifications for LTO tape drives", LTO-9,
+    https://www.ibm.com/docs/en/dtl/2.12.3?topic=performance-lto-specifications):
     rewind as part of UNLOAD 55 s below 5 GB of contiguous data transferred, 110 s from
     5 GB to 50 GB, 165 s for all other mount activity."""
     cap, gb = LTO9.capacity_bytes, 10**9
