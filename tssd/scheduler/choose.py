@@ -19,12 +19,14 @@ from tssd.clock import Clock
 from tssd.config import SchedulerSettings
 from tssd.db.interface import CandidateReads, QueueSettings
 from tssd.db.models import utcnow
+from tssd.scheduler.balance import pre_read
 from tssd.scheduler.cost import (
     Context,
     QueuePolicy,
     Verdict,
     evaluate,
     handover_s,
+    mount_cost_s,
     target_deadline,
     urgent_since,
 )
@@ -117,6 +119,9 @@ class Chooser:
     capped: dict[str, tuple[str, float]] = field(default_factory=dict, repr=False)
     was_split: set[str] = field(default_factory=set, repr=False)
     split: set[str] = field(default_factory=set, repr=False)
+    #: Tapes a freeing drive reads part of first, to end the drives together
+    #: (``balance.py``): volume -> seconds of reading.
+    pre_reads: dict[str, float] = field(default_factory=dict, repr=False)
     ranking: Ranking = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -229,7 +234,7 @@ class Chooser:
         ctx = self._context(lambda _: True)
         if not (self.incremental and exact_for(ctx)):
             self.ranking.invalidate()
-            return Plan.of(self.rank(busy, mountable))
+            return self._balanced(Plan.of(self.rank(busy, mountable)), ctx)
         ledger, now = self.drives.ledger, ctx.now
         touched = set(touched) | ledger.recorded
         ledger.recorded = set()
@@ -240,10 +245,37 @@ class Chooser:
         busy = frozenset(busy)
         self._starts, self._starts_from = None, (busy, mountable, tuple(self._free_at(now)))
         walk = self.ranking.walk(busy, mountable)
-        return Plan(
-            walk, mounted_eligible(self.ranking, ctx, busy, mountable),
-            lambda seen: self.ranking.urgent_after(seen, busy, mountable), walk.close,
+        return self._balanced(
+            Plan(
+                walk, mounted_eligible(self.ranking, ctx, busy, mountable),
+                lambda seen: self.ranking.urgent_after(seen, busy, mountable), walk.close,
+            ),
+            ctx,
         )  # fmt: skip
+
+    def _balanced(self, plan: Plan, ctx: Context) -> Plan:
+        """*plan*, or near the end of bulk work while a queue has a latency target, the
+        same with the tape a free drive should read part of first (``balance.py``)."""
+        self.pre_reads.clear()
+        if not ctx.free or not ctx.targets or plan.mounted:
+            return plan
+        eligible = [v for v in self.verdicts.values() if not v.rule]
+        drives = sum(1 for d in self.drives.drives.values() if d.enabled)
+        longest = max((v.service_s for v in eligible), default=0.0)
+        if not eligible or sum(v.service_s for v in eligible) >= drives * longest:
+            return plan
+        ranked = list(plan.walk)
+        if any(v.priority > 0 for v in ranked):
+            return replace(plan, walk=ranked)
+        others = [max(ctx.now, r.until) for r in self.running.values()]
+        margin = 2 * mount_cost_s(self.profile)
+        chosen = pre_read(ctx.now, others, [v.service_s for v in ranked], drives, margin)
+        if chosen is None:
+            return replace(plan, walk=ranked)
+        first, seconds = chosen
+        self.pre_reads[ranked[first].volume] = seconds
+        log.debug("balance.pre_read", volume=ranked[first].volume, seconds=round(seconds))
+        return replace(plan, walk=[ranked[first], *ranked[:first], *ranked[first + 1 :]])
 
     def rank(self, busy: Iterable[str], mountable: Callable[[str], bool]) -> list[Verdict]:
         """Eligible tapes, best first, every tape scored; verdicts of all kept for explain
@@ -276,6 +308,9 @@ class Chooser:
         now = self.clock.now()
         self.split.discard(verdict_volume)
         stop = self._stagger(drive, verdict_volume, priority, service_s, now)
+        seconds = self.pre_reads.pop(verdict_volume, None)
+        if seconds is not None and stop is None:
+            stop = now + self.profile.mount_s() + seconds
         until = now + service_s if stop is None else stop
         self.running[drive] = Running(verdict_volume, queue, priority, until)
         if stop is not None:
