@@ -102,6 +102,8 @@ def running_campaign(tmp_path: Path, sqlite_url: str) -> Iterator[tuple[Daemon, 
         TSSD_SIM_TIME_SCALE="0.1",
         TSSD_SCHEDULER_KEEP_MOUNTED_S="0.5",
         TSSD_SCHEDULER_FILL_WAIT_S="0",
+        # The campaign is still reading when the test ends: no need to let it finish.
+        TSSD_SCHEDULER_SHUTDOWN_GRACE_S="1",
     )
     daemon.start()
     try:
