@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tssd.ownership",
             "tssd.retry",
             "tssd.submit",
+            "tssd.bodies",
             "tssd.shim.names",  # the name patterns; the rest of tssd.shim is a client
         ),
     ),

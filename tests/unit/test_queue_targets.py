@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from tssd.api.admin import QUEUE_FIELDS
-from tssd.api.admin_openapi import _QUEUE_BODY, QUEUE_SCHEMA
+from tssd.api.admin_openapi import QUEUE_SCHEMA
 from tssd.api.openapi import openapi_document
 from tssd.cli import views
 from tssd.cli.commands.queues import target
@@ -138,8 +137,14 @@ async def test_seeding_applies_the_keys_a_table_gives(sessions: async_sessionmak
 
 
 def test_openapi_documents_the_target() -> None:
-    assert set(_QUEUE_BODY["properties"]) == QUEUE_FIELDS  # type: ignore[arg-type]
-    paths = openapi_document()["paths"]
+    doc = openapi_document()
+    paths = doc["paths"]
+    patch = paths["/v1/queues/{name}"]["patch"]["requestBody"]["content"]["application/json"]
+    assert patch["schema"] == {"$ref": "#/components/schemas/QueuePatch"}
+    body = doc["components"]["schemas"]["QueuePatch"]
+    # Every setting tssctl queues set changes, and nothing else (tssd.bodies.QueuePatch).
+    assert set(body["properties"]) == {"priority", "max_drives", "paused", "latency_target_s"}
+    assert body["additionalProperties"] is False
     listed = paths["/v1/queues"]["get"]["responses"]["200"]["content"]["application/json"]
     assert listed["schema"]["properties"]["queues"]["items"] is QUEUE_SCHEMA
     why = paths["/v1/requests/{id}/why"]["get"]["responses"]["200"]["content"]

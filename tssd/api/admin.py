@@ -13,7 +13,8 @@ import structlog
 from aiohttp import web
 
 from tssd.api.helpers import int_param, read_json, services
-from tssd.config.queues import TARGET_MAX_S, TARGET_MIN_S
+from tssd.bodies import UNSET as UNSET_BODY
+from tssd.bodies import QueuePatch, convert
 from tssd.db.admin import UNSET, AdminStore, MountFilter
 from tssd.db.reports import ReportStore
 from tssd.errors import InvalidRequest
@@ -21,7 +22,6 @@ from tssd.services import Services
 from tssd.shim.names import QUEUE, VOLUME
 
 log = structlog.get_logger()
-QUEUE_FIELDS = {"priority", "max_drives", "paused", "latency_target_s"}
 
 
 def admin(request: web.Request) -> AdminStore:
@@ -59,24 +59,10 @@ async def set_queue(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     if not QUEUE.fullmatch(name):
         raise InvalidRequest("queue name must match [A-Za-z0-9_.:-]{1,64}")
-    body = await read_json(request)
-    if not isinstance(body, dict) or set(body) - QUEUE_FIELDS:
-        raise InvalidRequest(
-            'body must be {"priority": N, "max_drives": N|null, "paused": bool,'
-            ' "latency_target_s": seconds|null}'
-        )
-    changes: dict[str, Any] = {}
-    if "priority" in body:
-        changes["priority"] = _integer(body["priority"], "priority", -1_000_000, 1_000_000)
-    if "max_drives" in body:
-        raw = body["max_drives"]
-        changes["max_drives"] = None if raw is None else _integer(raw, "max_drives", 1, 10_000)
-    if "paused" in body:
-        if not isinstance(body["paused"], bool):
-            raise InvalidRequest("paused must be true or false")
-        changes["paused"] = body["paused"]
-    if "latency_target_s" in body:
-        changes["latency_target_s"] = _target(body["latency_target_s"])
+    body = convert(await read_json(request), QueuePatch)
+    changes: dict[str, Any] = {
+        f: v for f in body.__struct_fields__ if (v := getattr(body, f)) is not UNSET_BODY
+    }
     queue = await admin(request).set_queue(
         name,
         priority=changes.get("priority"),
@@ -89,24 +75,6 @@ async def set_queue(request: web.Request) -> web.Response:
     notifier.kinds.add("queues")  # the scheduler rereads the queues table
     notifier.work.set()  # a resumed queue may start work now
     return web.json_response({"queue": queue})
-
-
-def _target(value: Any) -> float | None:
-    if value is None:
-        return None
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not TARGET_MIN_S <= value <= TARGET_MAX_S:
-        raise InvalidRequest(
-            f"latency_target_s must be null or seconds from {TARGET_MIN_S:.0f}"
-            f" to {TARGET_MAX_S:.0f}"
-        )
-    return float(value)
-
-
-def _integer(value: Any, name: str, lo: int, hi: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise InvalidRequest(f"{name} must be an integer from {lo} to {hi}")
-    return value
 
 
 # -- drives -----------------------------------------------------------------------------

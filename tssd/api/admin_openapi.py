@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tssd.api.body_schemas import request_body
+
 _OBJ = {"type": "object"}
 _ERR = {"$ref": "#/components/schemas/Error"}
 
@@ -34,16 +36,6 @@ _TIME = {"type": "string", "format": "date-time"}
 _LIMIT = _query("limit", {"type": "integer", "minimum": 1, "maximum": 100000})
 _QUEUE_NAME = _path("name", "^[A-Za-z0-9_.:-]{1,64}$")
 _DRIVE = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
-_QUEUE_BODY = {
-    "type": "object",
-    "properties": {
-        "priority": {"type": "integer", "minimum": -1000000, "maximum": 1000000},
-        "max_drives": {"type": ["integer", "null"], "minimum": 1, "maximum": 10000},
-        "paused": {"type": "boolean"},
-        "latency_target_s": {"type": ["number", "null"], "minimum": 1, "maximum": 31536000},
-    },
-    "additionalProperties": False,
-}
 #: A queue as GET /v1/queues and PATCH /v1/queues/{name} return it (tssd/db/admin.py).
 QUEUE_SCHEMA = {
     "type": "object",
@@ -141,10 +133,7 @@ ADMIN_PATHS: dict[str, Any] = {
             "summary": "Create or change a queue",
             "operationId": "setQueue",
             "parameters": [_QUEUE_NAME],
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": _QUEUE_BODY}},
-            },
+            "requestBody": request_body("QueuePatch"),
             "responses": {
                 "200": _ok({"type": "object", "properties": {"queue": QUEUE_SCHEMA}}),
                 **_errors(400),

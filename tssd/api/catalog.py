@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -20,6 +19,7 @@ from tssd.api.helpers import int_param, pnfsid_param, read_json, services
 from tssd.api.roles import PEER_UID
 from tssd.backends.base import TapeCopy
 from tssd.backends.duplicates import duplicates_report
+from tssd.bodies import CatalogImport, convert
 from tssd.errors import Conflict, InvalidRequest, NotFound
 
 log = structlog.get_logger()
@@ -58,17 +58,12 @@ async def duplicates(request: web.Request) -> web.Response:
 async def import_catalog(request: web.Request) -> web.Response:
     """Admin only (:mod:`tssd.api.roles`): the catalog decides which copy a recall reads."""
     svc = services(request)
-    body = await read_json(request)
-    if not isinstance(body, dict) or not (isinstance(body.get("csv"), str) or "path" in body):
+    body = convert(await read_json(request), CatalogImport)
+    if body.csv is None and body.path is None:
         raise InvalidRequest('body must be {"csv": TEXT} or {"path": SERVER_PATH}, + "replace"')
-    replace, force = body.get("replace", False), body.get("force", False)
-    if not isinstance(replace, bool) or not isinstance(force, bool):
-        raise InvalidRequest("replace and force must be true or false")
-    inline = body["csv"] if isinstance(body.get("csv"), str) else None
-    path = None if inline is not None else body["path"]
-    if inline is None and (not isinstance(path, str) or not Path(path).is_absolute()):
-        raise InvalidRequest("path must be an absolute path on the daemon's host")
-    text = await catalog_text(inline, path, svc.settings.limits.catalog_import_max_bytes)
+    replace, force = body.replace, body.force
+    path = None if body.csv is not None else body.path
+    text = await catalog_text(body.csv, path, svc.settings.limits.catalog_import_max_bytes)
     if replace and not force and not await asyncio.to_thread(has_rows, text):
         raise Conflict(
             "the catalog CSV holds no rows: replacing would empty the catalog; "

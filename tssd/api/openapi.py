@@ -6,6 +6,7 @@ from functools import cache
 from typing import Any
 
 from tssd.api.admin_openapi import ADMIN_PATHS
+from tssd.api.body_schemas import body_ref, body_schemas, request_body
 from tssd.domain import Kind, State
 from tssd.scheduler.rules import RULES
 
@@ -59,32 +60,6 @@ REQUEST = {
     "required": ["id", "kind", "state"],
 }
 
-SUBMIT = {
-    "type": "object",
-    "properties": {
-        "kind": {"enum": _KINDS},
-        "pnfsid": {"type": "string", "pattern": "^[0-9A-Fa-f]{1,64}$"},
-        "path": {"type": "string", "pattern": "^/", "maxLength": 4096},
-        "size": {"type": "integer", "minimum": 0},
-        "storage_class": _STR,
-        "checksum": {"type": "string", "pattern": "^[0-9a-fA-F]{1,8}$"},
-        "hsm_type": _STR,
-        "hsm_instance": _STR,
-        "store": _STR,
-        "group": _STR,
-        "bfid": _STR,
-        "uris": {"type": "array", "items": _STR, "maxItems": 64},
-        "queue": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$"},
-        "priority": {"type": "integer", "minimum": -1000000, "maximum": 1000000},
-        "delivery": {
-            "enum": ["claim", "direct"],
-            "description": "Recalls only. claim: the file is left as .<name>.tssd-part for "
-            "the caller to rename into place (tss-hsm); direct (default): tssd renames it.",
-        },
-    },
-    "required": ["kind"],
-}
-
 ERROR = {
     "type": "object",
     "properties": {
@@ -115,10 +90,7 @@ _OBTAINED = {
         "request": _REQ_REF,
     },
 }
-_BODY = {
-    "required": True,
-    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Submit"}}},
-}
+_BODY = request_body("Submit")
 
 
 def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -137,15 +109,6 @@ _COPY = {
         "storage_class": _NSTR,
         "offset": {"type": "integer"},
         "adler32": _NSTR,
-    },
-}
-_CATALOG_IMPORT = {
-    "type": "object",
-    "properties": {
-        "csv": _STR,
-        "path": _STR,
-        "replace": {"type": "boolean"},
-        "force": {"type": "boolean"},
     },
 }
 CATALOG_PATHS: dict[str, Any] = {
@@ -184,7 +147,7 @@ CATALOG_PATHS: dict[str, Any] = {
             "operationId": "catalogImport",
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": _CATALOG_IMPORT}},
+                "content": {"application/json": {"schema": body_ref("CatalogImport")}},
             },
             "responses": {"200": _json({"type": "object"}), **_errors(400, 409, 413, 501)},
         }
@@ -254,24 +217,7 @@ def openapi_document() -> dict[str, Any]:
             "post": {
                 "summary": "Submit many requests at once; all or nothing",
                 "operationId": "bulk",
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["requests"],
-                                "properties": {
-                                    "requests": {
-                                        "type": "array",
-                                        "minItems": 1,
-                                        "items": {"$ref": "#/components/schemas/Submit"},
-                                    }
-                                },
-                            }
-                        }
-                    },
-                },
+                "requestBody": request_body("Bulk"),
                 "responses": {
                     "200": _json(
                         {
@@ -287,24 +233,7 @@ def openapi_document() -> dict[str, Any]:
             "post": {
                 "summary": "Progress of a batch of requests",
                 "operationId": "query",
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["ids"],
-                                "properties": {
-                                    "ids": {
-                                        "type": "array",
-                                        "items": {"type": "integer"},
-                                        "maxItems": 100000,
-                                    }
-                                },
-                            }
-                        }
-                    },
-                },
+                "requestBody": request_body("Query"),
                 "responses": {"200": _json({"type": "object"}), **_errors(400)},
             }
         },
@@ -315,7 +244,7 @@ def openapi_document() -> dict[str, Any]:
                 "For an open request, request may carry only id, kind, state, pnfsid, path "
                 "and queue.",
                 "operationId": "obtain",
-                "requestBody": _BODY,
+                "requestBody": request_body("Obtain"),
                 "responses": {
                     "200": _json(_OBTAINED, "adopted"),
                     "201": _json(_SUBMITTED, "created"),
@@ -451,5 +380,5 @@ def openapi_document() -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {"title": "tssd", "version": "1", "description": "Tape recall queue manager API"},
         "paths": paths,
-        "components": {"schemas": {"Request": REQUEST, "Submit": SUBMIT, "Error": ERROR}},
+        "components": {"schemas": {"Request": REQUEST, "Error": ERROR, **body_schemas()}},
     }

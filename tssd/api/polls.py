@@ -14,13 +14,13 @@ from aiohttp import web
 from tssd.api.admission import admission
 from tssd.api.helpers import check_paths_off_loop, owned, read_json, services
 from tssd.api.schemas import request_json
+from tssd.bodies import Obtain, convert
 from tssd.db.views import request_view
 from tssd.domain import Kind
 from tssd.errors import InvalidRequest, ShuttingDown
-from tssd.submit import parse_submit
+from tssd.submit import submit_spec
 
 log = structlog.get_logger()
-ADOPT = ("finished", "open")
 
 
 async def obtain_request(request: web.Request) -> web.Response:
@@ -33,13 +33,9 @@ async def obtain_request(request: web.Request) -> web.Response:
     only ``id``, ``kind``, ``state``, ``pnfsid``, ``path`` and ``queue``.
     """
     svc = services(request)
-    body = await read_json(request)
-    if not isinstance(body, dict):
-        raise InvalidRequest("a request must be a JSON object")
-    adopt = body.pop("adopt", "finished")
-    if adopt not in ADOPT:
-        raise InvalidRequest('adopt must be "finished" or "open"')
-    spec = owned(request, parse_submit(body, svc.settings.scheduler.default_queue))
+    body = convert(await read_json(request), Obtain)
+    adopt = body.adopt
+    spec = owned(request, submit_spec(body, svc.settings.scheduler.default_queue))
     if spec.kind is Kind.REMOVE:
         raise InvalidRequest("obtain takes a recall or a migration; submit removals")
     entry = svc.store.polls.lookup(spec.kind.value, spec.key)
