@@ -68,7 +68,8 @@ TargetSeconds = Annotated[float, Meta(ge=TARGET_MIN_S, le=TARGET_MAX_S)]
 RequestId = Annotated[int, Meta(ge=0, le=INT64_MAX)]
 
 
-def _whole(struct: msgspec.Struct, *checks: tuple[str, Name]) -> None:
+def check_whole(struct: msgspec.Struct, *checks: tuple[str, Name]) -> None:
+    """Each named field, when given, is a name of its kind whole (see the module doc)."""
     for field, name in checks:
         value = getattr(struct, field)
         if value and not name.fullmatch(value):
@@ -105,7 +106,7 @@ class Submit(msgspec.Struct, kw_only=True, gc=False):
     ) = None
 
     def __post_init__(self) -> None:
-        _whole(
+        check_whole(
             self,
             ("pnfsid", PNFSID),
             ("checksum", ADLER32),
@@ -159,10 +160,11 @@ BODIES: tuple[type[msgspec.Struct], ...] = (Submit, Obtain, Bulk, Query, Catalog
 T = TypeVar("T", bound=msgspec.Struct)
 
 
-def convert(value: Any, body: type[T]) -> T:
-    """*value* (decoded JSON) as a *body*; :class:`InvalidRequest` naming what is wrong."""
+def convert(value: Any, body: type[T], *, strict: bool = True) -> T:
+    """*value* (decoded JSON) as a *body*; :class:`InvalidRequest` naming what is wrong.
+    Not *strict*: text converts to the declared numbers and booleans (query strings)."""
     try:
-        return msgspec.convert(value, body, strict=True)
+        return msgspec.convert(value, body, strict=strict)
     except msgspec.ValidationError as exc:
         raise InvalidRequest(str(exc)) from exc
 

@@ -12,7 +12,8 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from tssd.api.helpers import int_param, read_json, services
+from tssd.api.helpers import read_json, services
+from tssd.api.params import MountsParams, ReportParams, TapesParams, query_params
 from tssd.bodies import UNSET as UNSET_BODY
 from tssd.bodies import QueuePatch, convert
 from tssd.db.admin import UNSET, AdminStore, MountFilter
@@ -29,13 +30,9 @@ def admin(request: web.Request) -> AdminStore:
     return AdminStore(store.sessions, store.tally)
 
 
-def time_param(request: web.Request, name: str, default: datetime) -> datetime:
-    return optional_time(request, name) or default
-
-
-def optional_time(request: web.Request, name: str) -> datetime | None:
-    raw = request.query.get(name)
-    if not raw:
+def optional_time(raw: str | None, name: str) -> datetime | None:
+    """A ``date-time`` query parameter (:mod:`tssd.api.params`), UTC unless it says."""
+    if raw is None:
         return None
     try:
         value = datetime.fromisoformat(raw)
@@ -124,8 +121,8 @@ async def _set_enabled(request: web.Request, enabled: bool) -> web.Response:
 
 
 async def list_tapes(request: web.Request) -> web.Response:
-    limit = int_param(request, "limit", 1000, lo=1, hi=100_000) or 1000
-    after = request.query.get("after") or None
+    params = query_params(request, TapesParams)
+    limit, after = params.limit, params.after
     # The planner's per-tape index counts the queued recalls without a query (issue 22).
     planner = services(request).scheduler.planner
     queued = None
@@ -143,26 +140,27 @@ async def show_tape(request: web.Request) -> web.Response:
 
 
 async def list_mounts(request: web.Request) -> web.Response:
+    q = query_params(request, MountsParams)
     flt = MountFilter(
-        since=optional_time(request, "since"),
-        until=optional_time(request, "until"),
-        drive=request.query.get("drive") or None,
-        volume=request.query.get("volume") or None,
-        limit=int_param(request, "limit", 1000, lo=1, hi=100_000) or 1000,
-        after=int_param(request, "after", None),
-        newest=request.query.get("newest") in ("1", "true"),
+        since=optional_time(q.since, "since"),
+        until=optional_time(q.until, "until"),
+        drive=q.drive,
+        volume=q.volume,
+        limit=q.limit,
+        after=q.after,
+        newest=q.newest,
     )
     mounts, nxt = await admin(request).mounts(flt)
     return web.json_response({"mounts": mounts, "next": nxt})
 
 
 async def efficiency_report(request: web.Request) -> web.Response:
-    now = datetime.now(UTC)
-    until = time_param(request, "until", now)
-    since = time_param(request, "since", until - timedelta(days=1))
+    q = query_params(request, ReportParams)
+    until = optional_time(q.until, "until") or datetime.now(UTC)
+    since = optional_time(q.since, "since") or until - timedelta(days=1)
     if since >= until:
         raise InvalidRequest("since must be before until")
-    bins = int_param(request, "bins", 0, lo=0, hi=1000) or 0
+    bins = q.bins
     report = await ReportStore(services(request).store.sessions).efficiency(since, until, bins)
     return web.json_response(report)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tssd.api.body_schemas import request_body
+from tssd.api.params import MountsParams, ReportParams, TapesParams, query_parameters
 
 _OBJ = {"type": "object"}
 _ERR = {"$ref": "#/components/schemas/Error"}
@@ -19,10 +20,6 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(c): body for c in codes}
 
 
-def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": schema}
-
-
 def _path(name: str, pattern: str) -> dict[str, Any]:
     schema = {"type": "string", "pattern": pattern}
     return {"name": name, "in": "path", "required": True, "schema": schema}
@@ -33,7 +30,6 @@ def _list(key: str) -> dict[str, Any]:
 
 
 _TIME = {"type": "string", "format": "date-time"}
-_LIMIT = _query("limit", {"type": "integer", "minimum": 1, "maximum": 100000})
 _QUEUE_NAME = _path("name", "^[A-Za-z0-9_.:-]{1,64}$")
 _DRIVE = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
 #: A queue as GET /v1/queues and PATCH /v1/queues/{name} return it (tssd/db/admin.py).
@@ -153,7 +149,7 @@ ADMIN_PATHS: dict[str, Any] = {
         "get": {
             "summary": "Tapes mounted or with recalls pending",
             "operationId": "listTapes",
-            "parameters": [_LIMIT, _query("after", {"type": "string"})],
+            "parameters": query_parameters(TapesParams),
             "responses": {"200": _ok(_list("tapes")), **_errors(400)},
         }
     },
@@ -169,14 +165,7 @@ ADMIN_PATHS: dict[str, Any] = {
         "get": {
             "summary": "Mount history",
             "operationId": "listMounts",
-            "parameters": [
-                _query("since", _TIME),
-                _query("until", _TIME),
-                _query("drive", {"type": "string"}),
-                _query("volume", {"type": "string"}),
-                _LIMIT,
-                _query("after", {"type": "integer"}),
-            ],
+            "parameters": query_parameters(MountsParams),
             "responses": {"200": _ok(_list("mounts")), **_errors(400)},
         }
     },
@@ -198,11 +187,7 @@ ADMIN_PATHS: dict[str, Any] = {
         "get": {
             "summary": "Mount efficiency per drive, queue and tape",
             "operationId": "efficiencyReport",
-            "parameters": [
-                _query("since", _TIME),
-                _query("until", _TIME),
-                _query("bins", {"type": "integer", "minimum": 0, "maximum": 1000}),
-            ],
+            "parameters": query_parameters(ReportParams),
             "responses": {"200": _ok(_OBJ), **_errors(400)},
         }
     },

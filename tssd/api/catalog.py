@@ -15,7 +15,8 @@ import structlog
 from aiohttp import web
 
 from tssd.api.catalog_file import catalog_text, has_rows
-from tssd.api.helpers import int_param, pnfsid_param, read_json, services
+from tssd.api.helpers import pnfsid_param, read_json, services
+from tssd.api.params import DuplicatesParams, query_params
 from tssd.api.roles import PEER_UID
 from tssd.backends.base import TapeCopy
 from tssd.backends.duplicates import duplicates_report
@@ -49,8 +50,7 @@ async def where(request: web.Request) -> web.Response:
 
 
 async def duplicates(request: web.Request) -> web.Response:
-    limit = int_param(request, "limit", 100, lo=0, hi=1_000_000)
-    assert limit is not None
+    limit = query_params(request, DuplicatesParams).limit
     placements = await services(request).backend.placements()
     return web.json_response(duplicates_report(placements, limit))
 

@@ -19,7 +19,7 @@ from tssd.api.roles import PEER_UID
 from tssd.errors import InvalidRequest, ShuttingDown
 from tssd.files import PoolRoots, effective_roots
 from tssd.services import Services
-from tssd.shim.names import Name, is_int, pnfsid_or_none
+from tssd.shim.names import is_int, pnfsid_or_none
 from tssd.submit import SubmitSpec
 
 SERVICES: web.AppKey[Services] = web.AppKey("services", Services)
@@ -55,14 +55,6 @@ def pnfsid_param(value: str | None) -> str:
     if pnfsid is None:
         raise InvalidRequest("pnfsid must be 1-64 hex digits")
     return pnfsid
-
-
-def checked_name(name: Name, value: str | None) -> str | None:
-    if not value:
-        return None
-    if not name.fullmatch(value):
-        raise InvalidRequest(name.describe())
-    return value
 
 
 def request_id(request: web.Request) -> int:

@@ -7,6 +7,13 @@ from typing import Any
 
 from tssd.api.admin_openapi import ADMIN_PATHS
 from tssd.api.body_schemas import body_ref, body_schemas, request_body
+from tssd.api.params import (
+    DuplicatesParams,
+    LatestParams,
+    ListParams,
+    WaitParams,
+    query_parameters,
+)
 from tssd.domain import Kind, State
 from tssd.scheduler.rules import RULES
 
@@ -93,10 +100,6 @@ _OBTAINED = {
 _BODY = request_body("Submit")
 
 
-def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": schema}
-
-
 _COPY = {
     "type": "object",
     "properties": {
@@ -137,7 +140,7 @@ CATALOG_PATHS: dict[str, Any] = {
         "get": {
             "summary": "Files with several copies and the mounts the choice of copy costs",
             "operationId": "duplicates",
-            "parameters": [_query("limit", {"type": "integer", "minimum": 0})],
+            "parameters": query_parameters(DuplicatesParams),
             "responses": {"200": _json({"type": "object"}), **_errors(400, 501)},
         }
     },
@@ -187,18 +190,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "List requests",
                 "operationId": "list",
-                "parameters": [
-                    _query(
-                        "state",
-                        {"enum": _STATES},
-                    ),
-                    _query("kind", {"enum": _KINDS}),
-                    _query("queue", _STR),
-                    _query("volume", _STR),
-                    _query("pnfsid", _STR),
-                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 1000}),
-                    _query("after", {"type": "integer", "minimum": 0}),
-                ],
+                "parameters": query_parameters(ListParams),
                 "responses": {
                     "200": _json(
                         {
@@ -256,10 +248,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "The newest recall or migration of a pnfsid, open or finished",
                 "operationId": "latest",
-                "parameters": [
-                    {**_query("kind", {"enum": ["recall", "migrate"]}), "required": True},
-                    {**_query("pnfsid", {"type": "string"}), "required": True},
-                ],
+                "parameters": query_parameters(LatestParams),
                 "responses": {
                     "200": _json(
                         {
@@ -283,10 +272,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "Long-poll until the request finishes or the timeout passes",
                 "operationId": "wait",
-                "parameters": [
-                    _ID,
-                    _query("timeout", {"type": "integer", "minimum": 0, "maximum": 86400}),
-                ],
+                "parameters": [_ID, *query_parameters(WaitParams)],
                 "responses": {
                     "200": _json(
                         {

@@ -19,26 +19,22 @@ from tssd.api.bulk_json import decode_bulk, encode_results, in_bulk_thread
 from tssd.api.helpers import (
     check_accepting,
     check_paths_off_loop,
-    checked_name,
-    int_param,
     owned,
-    pnfsid_param,
     read_json,
     request_id,
     services,
 )
 from tssd.api.http_errors import Forbidden
 from tssd.api.inputs import read_body
+from tssd.api.params import LatestParams, ListParams, WaitParams, query_params
 from tssd.api.roles import ROLE, Role, is_own
 from tssd.api.schemas import request_json
 from tssd.bodies import Query, convert, convert_bulk
 from tssd.db.store import ListFilter
 from tssd.db.views import request_view
-from tssd.domain import Kind, State
 from tssd.errors import InvalidRequest, NotFound
 from tssd.scheduler.explain import eta_fields, explain
 from tssd.services import Services
-from tssd.shim.names import QUEUE, VOLUME
 from tssd.submit import SubmitSpec, parse_submit, submit_spec
 
 log = structlog.get_logger()
@@ -136,17 +132,15 @@ async def why_request(request: web.Request) -> web.Response:
 
 async def wait_request(request: web.Request) -> web.Response:
     svc = services(request)
-    timeout = float(int_param(request, "timeout", 30, hi=86400) or 0)
+    timeout = float(query_params(request, WaitParams).timeout)
     timeout = min(timeout, svc.settings.api.max_wait_s)
     row, finished = await svc.store.wait(request_id(request), timeout)
     return web.json_response({"request": request_json(request_view(row)), "finished": finished})
 
 
 async def latest_request(request: web.Request) -> web.Response:
-    kind = request.query.get("kind", "")
-    if kind not in ("recall", "migrate"):
-        raise InvalidRequest("kind must be recall or migrate")
-    pnfsid = pnfsid_param(request.query.get("pnfsid"))
+    params = query_params(request, LatestParams)
+    kind, pnfsid = params.kind, params.pnfsid.upper()
     found = await services(request).store.latest(kind, pnfsid)
     if found is None:
         raise NotFound(f"no {kind} request for {pnfsid}")
@@ -176,24 +170,16 @@ async def retry_request(request: web.Request) -> web.Response:
     return web.json_response({"request": request_json(row)})
 
 
-_STATES = frozenset(state.value for state in State)
-_KINDS = frozenset(kind.value for kind in Kind)
-
-
 async def list_requests(request: web.Request) -> web.Response:
-    q = request.query
-    if q.get("state") and q["state"] not in _STATES:
-        raise InvalidRequest(f"state must be one of {', '.join(sorted(_STATES))}")
-    if q.get("kind") and q["kind"] not in _KINDS:
-        raise InvalidRequest(f"kind must be one of {', '.join(sorted(_KINDS))}")
+    q = query_params(request, ListParams)
     flt = ListFilter(
-        state=q.get("state") or None,
-        kind=q.get("kind") or None,
-        queue=checked_name(QUEUE, q.get("queue")),
-        volume=checked_name(VOLUME, q.get("volume")),
-        pnfsid=pnfsid_param(q["pnfsid"]) if q.get("pnfsid") else None,
-        limit=int_param(request, "limit", 100, lo=1, hi=1000) or 100,
-        after=int_param(request, "after", None),
+        state=q.state.value if q.state is not None else None,
+        kind=q.kind.value if q.kind is not None else None,
+        queue=q.queue,
+        volume=q.volume,
+        pnfsid=q.pnfsid.upper() if q.pnfsid is not None else None,
+        limit=q.limit,
+        after=q.after,
     )
     # One row more than asked tells whether another page follows.
     rows = await services(request).store.list_requests(replace(flt, limit=flt.limit + 1))

@@ -1,0 +1,88 @@
+"""Query parameters declared once (tssd/api/params.py): what a route takes, what it
+refuses, and the OpenAPI parameters derived from the same declaration."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import msgspec
+import pytest
+from aiohttp.test_utils import make_mocked_request
+
+from tssd.api import params as P
+from tssd.api.openapi import openapi_document
+from tssd.domain import State
+from tssd.errors import InvalidRequest
+
+
+def _query(params: type[msgspec.Struct], pairs: list[tuple[str, str]]) -> msgspec.Struct:
+    return P.query_params(make_mocked_request("GET", "/x?" + urlencode(pairs)), params)
+
+
+def test_text_becomes_the_declared_types_and_empty_is_absent() -> None:
+    q = _query(P.ListParams, [("state", "queued"), ("limit", "7"), ("after", "3"), ("queue", "")])
+    assert q == P.ListParams(state=State.QUEUED, limit=7, after=3)
+    assert _query(P.ListParams, []) == P.ListParams()
+    assert _query(P.MountsParams, [("newest", "true")]).newest is True  # type: ignore[attr-defined]
+    assert _query(P.MountsParams, [("newest", "1")]).newest is True  # type: ignore[attr-defined]
+    # The first of a repeated key.
+    assert _query(P.WaitParams, [("timeout", "5"), ("timeout", "9")]) == P.WaitParams(timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("params", "pairs", "named"),
+    [
+        (P.ListParams, [("limit", "0")], "limit"),
+        (P.ListParams, [("limit", "1001")], "limit"),
+        (P.ListParams, [("limit", "ten")], "limit"),
+        (P.ListParams, [("after", "-1")], "after"),
+        (P.ListParams, [("state", "lost")], "state"),
+        (P.ListParams, [("queue", "a b")], "queue"),
+        (P.ListParams, [("queue", "atlas\n")], "queue"),
+        (P.ListParams, [("pnfsid", "BB01\n")], "pnfsid"),
+        (P.WaitParams, [("timeout", "86401")], "timeout"),
+        (P.LatestParams, [("kind", "remove"), ("pnfsid", "BB01")], "kind"),
+        (P.LatestParams, [("kind", "recall")], "pnfsid"),
+        (P.MountsParams, [("newest", "perhaps")], "newest"),
+        (P.ReportParams, [("bins", "1001")], "bins"),
+        (P.DuplicatesParams, [("limit", "1000001")], "limit"),
+    ],
+)
+def test_what_is_refused_is_named(
+    params: type[msgspec.Struct], pairs: list[tuple[str, str]], named: str
+) -> None:
+    with pytest.raises(InvalidRequest, match=named):
+        _query(params, pairs)
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "params"),
+    [
+        ("/v1/requests", "get", P.ListParams),
+        ("/v1/requests/latest", "get", P.LatestParams),
+        ("/v1/catalog/duplicates", "get", P.DuplicatesParams),
+        ("/v1/tapes", "get", P.TapesParams),
+        ("/v1/mounts", "get", P.MountsParams),
+        ("/v1/report/efficiency", "get", P.ReportParams),
+    ],
+)
+def test_the_document_gives_the_declared_parameters(
+    path: str, method: str, params: type[msgspec.Struct]
+) -> None:
+    documented = openapi_document()["paths"][path][method]["parameters"]
+    assert documented == P.query_parameters(params)
+    assert [p["name"] for p in documented] == list(params.__struct_fields__)
+    limits = {p["name"]: p["schema"] for p in documented}
+    if "limit" in limits:
+        assert {"minimum", "maximum"} <= set(limits["limit"])
+
+
+def test_wait_documents_its_timeout_beside_the_id() -> None:
+    documented = openapi_document()["paths"]["/v1/requests/{id}/wait"]["get"]["parameters"]
+    assert [p["name"] for p in documented] == ["id", "timeout"]
+    assert documented[1]["schema"] == {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 86400,
+        "default": 30,
+    }

@@ -1,0 +1,118 @@
+"""The query parameters of the API's routes, declared once, as the bodies are
+(:mod:`tssd.bodies`): a msgspec Struct per route gives the validation (:func:`query_params`,
+a 400 naming the parameter) and the OpenAPI ``parameters`` (:func:`query_parameters`).
+
+A query string carries text: :func:`query_params` converts it to the declared types
+(msgspec's lax mode: ``"5"`` is 5, ``"true"`` is true), and an empty value counts as
+absent. Times stay text in the Struct (declared ``date-time``) and are parsed where used
+(``tssd/api/admin.py``): ISO 8601 dates without a time are taken too.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeVar
+
+import msgspec
+from aiohttp import web
+from msgspec import Meta
+
+from tssd.bodies import Pnfsid, check_whole, convert
+from tssd.domain import Kind, State
+from tssd.shim.names import PNFSID, QUEUE, VOLUME
+
+#: Page positions are request or mount ids: database integers.
+After = Annotated[int, Meta(ge=0, le=2**62)]
+Time = Annotated[str, Meta(extra_json_schema={"format": "date-time"})]
+QueueName = Annotated[str, Meta(pattern=QUEUE.pattern)]
+VolumeName = Annotated[str, Meta(pattern=VOLUME.pattern)]
+
+
+class ListParams(msgspec.Struct):
+    state: State | None = None
+    kind: Kind | None = None
+    queue: QueueName | None = None
+    volume: VolumeName | None = None
+    pnfsid: Pnfsid | None = None
+    limit: Annotated[int, Meta(ge=1, le=1000)] = 100
+    after: After | None = None
+
+    def __post_init__(self) -> None:
+        check_whole(self, ("queue", QUEUE), ("volume", VOLUME), ("pnfsid", PNFSID))
+
+
+class WaitParams(msgspec.Struct):
+    timeout: Annotated[int, Meta(ge=0, le=86400)] = 30
+
+
+class LatestParams(msgspec.Struct):
+    kind: Literal["recall", "migrate"]
+    pnfsid: Pnfsid
+
+    def __post_init__(self) -> None:
+        check_whole(self, ("pnfsid", PNFSID))
+
+
+class DuplicatesParams(msgspec.Struct):
+    limit: Annotated[int, Meta(ge=0, le=1_000_000)] = 100
+
+
+class TapesParams(msgspec.Struct):
+    limit: Annotated[int, Meta(ge=1, le=100_000)] = 1000
+    after: str | None = None
+
+
+class MountsParams(msgspec.Struct):
+    since: Time | None = None
+    until: Time | None = None
+    drive: str | None = None
+    volume: str | None = None
+    limit: Annotated[int, Meta(ge=1, le=100_000)] = 1000
+    after: After | None = None
+    newest: bool = False
+
+
+class ReportParams(msgspec.Struct):
+    since: Time | None = None
+    until: Time | None = None
+    bins: Annotated[int, Meta(ge=0, le=1000)] = 0
+
+
+T = TypeVar("T", bound=msgspec.Struct)
+
+
+def query_params(request: web.Request, params: type[T]) -> T:
+    """The query of *request* as *params*; :class:`InvalidRequest` naming what is wrong."""
+    # The first of a repeated key, as aiohttp's ``query.get`` gives it.
+    values = {key: request.query[key] for key in request.query if request.query[key] != ""}
+    return convert(values, params, strict=False)
+
+
+def query_parameters(params: type[msgspec.Struct]) -> list[dict[str, Any]]:
+    """The OpenAPI ``parameters`` of *params*' fields, in declaration order."""
+    (ref,), components = msgspec.json.schema_components([params], ref_template="{name}")
+    schema = components[ref["$ref"]]
+    required = set(schema.get("required", ()))
+    out = []
+    for name, prop in schema["properties"].items():
+        out.append(
+            {
+                "name": name,
+                "in": "query",
+                "required": name in required,
+                "schema": _inline(prop, components),
+            }
+        )
+    return out
+
+
+def _inline(prop: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
+    """*prop* without its null alternative (absent is how a query says none: no default
+    then), with named types (``State``, ``Kind``) inlined."""
+    alternatives = [p for p in prop.get("anyOf", [prop]) if p.get("type") != "null"]
+    (one,) = alternatives
+    one = dict(one)
+    if "$ref" in one:
+        one = {k: v for k, v in components[one["$ref"]].items() if k != "title"}
+    if prop.get("default") is not None:
+        one["default"] = prop["default"]
+    return one
