@@ -55,7 +55,7 @@ async def list_queues(request: web.Request) -> web.Response:
 async def set_queue(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     if not QUEUE.fullmatch(name):
-        raise InvalidRequest("queue name must match [A-Za-z0-9_.:-]{1,64}")
+        raise InvalidRequest(f"queue name must match {QUEUE.pattern}")
     body = convert(await read_json(request), QueuePatch)
     changes: dict[str, Any] = {
         f: v for f in body.__struct_fields__ if (v := getattr(body, f)) is not UNSET_BODY
@@ -135,7 +135,7 @@ async def list_tapes(request: web.Request) -> web.Response:
 async def show_tape(request: web.Request) -> web.Response:
     volume = request.match_info["volume"]
     if not VOLUME.fullmatch(volume):
-        raise InvalidRequest("volume must match [A-Za-z0-9_.:-]{1,32}")
+        raise InvalidRequest(f"volume must match {VOLUME.pattern}")
     return web.json_response({"tape": await admin(request).tape(volume)})
 
 

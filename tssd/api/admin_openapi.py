@@ -6,6 +6,7 @@ from typing import Any
 
 from tssd.api.body_schemas import request_body
 from tssd.api.params import MountsParams, ReportParams, TapesParams, query_parameters
+from tssd.shim.names import QUEUE, VOLUME
 
 _OBJ = {"type": "object"}
 _ERR = {"$ref": "#/components/schemas/Error"}
@@ -30,7 +31,7 @@ def _list(key: str) -> dict[str, Any]:
 
 
 _TIME = {"type": "string", "format": "date-time"}
-_QUEUE_NAME = _path("name", "^[A-Za-z0-9_.:-]{1,64}$")
+_QUEUE_NAME = _path("name", QUEUE.pattern)
 _DRIVE = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
 #: A queue as GET /v1/queues and PATCH /v1/queues/{name} return it (tssd/db/admin.py).
 QUEUE_SCHEMA = {
@@ -157,7 +158,7 @@ ADMIN_PATHS: dict[str, Any] = {
         "get": {
             "summary": "One tape with its requests and last mounts",
             "operationId": "showTape",
-            "parameters": [_path("volume", "^[A-Za-z0-9_.:-]{1,32}$")],
+            "parameters": [_path("volume", VOLUME.pattern)],
             "responses": {"200": _ok(_OBJ), **_errors(400, 404)},
         }
     },
