@@ -86,3 +86,18 @@ def test_wait_documents_its_timeout_beside_the_id() -> None:
         "maximum": 86400,
         "default": 30,
     }
+
+
+@pytest.mark.parametrize("raw", ["0", "-3", "abc", "9" * 30, str(2**62 + 1)])
+def test_a_path_id_outside_its_declaration_is_refused(raw: str) -> None:
+    request = make_mocked_request("GET", f"/v1/requests/{raw}", match_info={"id": raw})
+    with pytest.raises(InvalidRequest, match="id"):
+        P.path_id(request)
+
+
+def test_a_path_id_is_what_the_document_says() -> None:
+    request = make_mocked_request("GET", "/v1/requests/17", match_info={"id": "17"})
+    assert P.path_id(request) == 17
+    documented = openapi_document()["paths"]["/v1/requests/{id}"]["get"]["parameters"]
+    assert documented == [P.ID_PARAMETER]
+    assert P.ID_PARAMETER["schema"] == {"type": "integer", "minimum": 1, "maximum": 2**62}

@@ -15,11 +15,12 @@ from typing import Any
 from aiohttp import web
 
 from tssd.api.inputs import decode_json, read_body
+from tssd.api.params import path_id
 from tssd.api.roles import PEER_UID
 from tssd.errors import InvalidRequest, ShuttingDown
 from tssd.files import PoolRoots, effective_roots
 from tssd.services import Services
-from tssd.shim.names import is_int, pnfsid_or_none
+from tssd.shim.names import pnfsid_or_none
 from tssd.submit import SubmitSpec
 
 SERVICES: web.AppKey[Services] = web.AppKey("services", Services)
@@ -35,20 +36,6 @@ async def read_json(request: web.Request) -> Any:
     return decode_json(raw)
 
 
-def int_param(
-    request: web.Request, name: str, default: int | None = None, *, lo: int = 0, hi: int = 2**62
-) -> int | None:
-    raw = request.query.get(name) if name in request.query else request.match_info.get(name)
-    if raw is None or raw == "":
-        return default
-    if not is_int(raw):
-        raise InvalidRequest(f"{name} must be an integer")
-    value = int(raw)
-    if not lo <= value <= hi:
-        raise InvalidRequest(f"{name} must be between {lo} and {hi}")
-    return value
-
-
 def pnfsid_param(value: str | None) -> str:
     """A pnfsid from a query or path, normalised as submitted ones are (tssd/shim/names.py)."""
     pnfsid = pnfsid_or_none(value)
@@ -58,9 +45,7 @@ def pnfsid_param(value: str | None) -> str:
 
 
 def request_id(request: web.Request) -> int:
-    value = int_param(request, "id", lo=1)
-    assert value is not None
-    return value
+    return path_id(request)
 
 
 def check_accepting(svc: Services) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from tssd.api.admin_openapi import ADMIN_PATHS
 from tssd.api.body_schemas import body_ref, body_schemas, request_body
 from tssd.api.params import (
+    ID_PARAMETER,
     DuplicatesParams,
     LatestParams,
     ListParams,
@@ -28,7 +29,7 @@ _WHY_RULE = {
     "description": "; ".join(f"{r.name}: {r.meaning}" for r in RULES.values()),
 }
 _NINT = {"type": ["integer", "null"]}
-_ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}
+_ID = ID_PARAMETER
 
 REQUEST = {
     "type": "object",

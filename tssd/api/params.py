@@ -18,6 +18,7 @@ from msgspec import Meta
 
 from tssd.bodies import Pnfsid, check_whole, convert
 from tssd.domain import Kind, State
+from tssd.errors import InvalidRequest
 from tssd.shim.names import PNFSID, QUEUE, VOLUME
 
 #: Page positions are request or mount ids: database integers.
@@ -77,7 +78,24 @@ class ReportParams(msgspec.Struct):
     bins: Annotated[int, Meta(ge=0, le=1000)] = 0
 
 
+#: A request id in a path (``/v1/requests/{id}``): a database integer.
+RequestId = Annotated[int, Meta(ge=1, le=2**62)]
+ID_PARAMETER = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "schema": msgspec.json.schema(RequestId),
+}
+
 T = TypeVar("T", bound=msgspec.Struct)
+
+
+def path_id(request: web.Request) -> int:
+    """The request id of *request*'s path, as :data:`ID_PARAMETER` documents it."""
+    try:
+        return msgspec.convert(request.match_info["id"], RequestId, strict=False)
+    except msgspec.ValidationError as exc:
+        raise InvalidRequest(f"id: {exc}") from exc
 
 
 def query_params(request: web.Request, params: type[T]) -> T:
