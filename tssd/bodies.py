@@ -23,7 +23,7 @@ from msgspec import UNSET, Meta, UnsetType
 from tssd.config.queues import TARGET_MAX_S, TARGET_MIN_S
 from tssd.domain import Kind
 from tssd.errors import InvalidRequest
-from tssd.shim.names import ADLER32, NAME, PNFSID, QUEUE, Name
+from tssd.shim.names import ADLER32, NAME, PNFSID, QUEUE, Name, pnfsid_or_none
 
 __all__ = ["UNSET", "UnsetType"]
 
@@ -76,6 +76,15 @@ def check_whole(struct: msgspec.Struct, *checks: tuple[str, Name]) -> None:
             raise ValueError(f"{field} must be {name.pattern[1:-1]}, whole")
 
 
+def normal_pnfsid(value: str) -> str:
+    """*value* checked whole and normalised as every pnfsid entering tssd is
+    (:func:`tssd.shim.names.pnfsid_or_none`); for a Struct's ``__post_init__``."""
+    pnfsid = pnfsid_or_none(value)
+    if pnfsid is None:
+        raise ValueError(f"pnfsid must be {PNFSID.pattern[1:-1]}, whole")
+    return pnfsid
+
+
 class Submit(msgspec.Struct, kw_only=True, gc=False):
     """One request: a recall or migration (pnfsid and path; a migration also size and
     storage_class) or a removal (bfid, or uris to take it from)."""
@@ -106,9 +115,10 @@ class Submit(msgspec.Struct, kw_only=True, gc=False):
     ) = None
 
     def __post_init__(self) -> None:
+        if self.pnfsid is not None:
+            self.pnfsid = normal_pnfsid(self.pnfsid)
         check_whole(
             self,
-            ("pnfsid", PNFSID),
             ("checksum", ADLER32),
             ("hsm_type", NAME),
             ("hsm_instance", NAME),

@@ -89,7 +89,7 @@ def submit_spec(body: Submit, default_queue: str = "default") -> SubmitSpec:
         bfid_from_uri(uri)
     if body.delivery is not None and body.kind is not Kind.RECALL:
         raise InvalidRequest("delivery applies to recalls only")
-    pnfsid = body.pnfsid.upper()
+    pnfsid = body.pnfsid
     return SubmitSpec(
         kind=body.kind,
         key=pnfsid,
@@ -114,7 +114,7 @@ def _remove_spec(body: Submit, uris: tuple[str, ...], common: dict[str, Any]) ->
         key=bfid,
         bfid=bfid,
         uris=uris,
-        pnfsid=body.pnfsid.upper() if body.pnfsid is not None else None,
+        pnfsid=body.pnfsid,
         **common,
     )
 

@@ -29,7 +29,6 @@ _WHY_RULE = {
     "description": "; ".join(f"{r.name}: {r.meaning}" for r in RULES.values()),
 }
 _NINT = {"type": ["integer", "null"]}
-_ID = ID_PARAMETER
 
 REQUEST = {
     "type": "object",
@@ -265,7 +264,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "One request",
                 "operationId": "get",
-                "parameters": [_ID],
+                "parameters": [ID_PARAMETER],
                 "responses": {"200": _json(_ONE), **_errors(400, 404)},
             }
         },
@@ -273,7 +272,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "Long-poll until the request finishes or the timeout passes",
                 "operationId": "wait",
-                "parameters": [_ID, *query_parameters(WaitParams)],
+                "parameters": [ID_PARAMETER, *query_parameters(WaitParams)],
                 "responses": {
                     "200": _json(
                         {
@@ -289,7 +288,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "The rule a request waits on, and its ETA",
                 "operationId": "why",
-                "parameters": [_ID],
+                "parameters": [ID_PARAMETER],
                 "responses": {
                     "200": _json(
                         {
@@ -317,7 +316,7 @@ def openapi_document() -> dict[str, Any]:
             "post": {
                 "summary": "Cancel an open request",
                 "operationId": "cancel",
-                "parameters": [_ID],
+                "parameters": [ID_PARAMETER],
                 "responses": {"200": _json(_ONE), **_errors(400, 404, 409)},
             }
         },
@@ -325,7 +324,7 @@ def openapi_document() -> dict[str, Any]:
             "post": {
                 "summary": "Queue a failed or cancelled request again",
                 "operationId": "retry",
-                "parameters": [_ID],
+                "parameters": [ID_PARAMETER],
                 "responses": {"200": _json(_ONE), **_errors(400, 404, 409)},
             }
         },
@@ -333,7 +332,7 @@ def openapi_document() -> dict[str, Any]:
             "post": {
                 "summary": "Record that a client was told the outcome of a finished request",
                 "operationId": "reported",
-                "parameters": [_ID],
+                "parameters": [ID_PARAMETER],
                 "responses": {"200": _json(_ONE), **_errors(400, 404, 409)},
             }
         },

@@ -16,10 +16,10 @@ import msgspec
 from aiohttp import web
 from msgspec import Meta
 
-from tssd.bodies import Pnfsid, check_whole, convert
+from tssd.bodies import Pnfsid, check_whole, convert, normal_pnfsid
 from tssd.domain import Kind, State
 from tssd.errors import InvalidRequest
-from tssd.shim.names import PNFSID, QUEUE, VOLUME
+from tssd.shim.names import QUEUE, VOLUME
 
 #: Page positions are request or mount ids: database integers.
 After = Annotated[int, Meta(ge=0, le=2**62)]
@@ -38,7 +38,9 @@ class ListParams(msgspec.Struct):
     after: After | None = None
 
     def __post_init__(self) -> None:
-        check_whole(self, ("queue", QUEUE), ("volume", VOLUME), ("pnfsid", PNFSID))
+        check_whole(self, ("queue", QUEUE), ("volume", VOLUME))
+        if self.pnfsid is not None:
+            self.pnfsid = normal_pnfsid(self.pnfsid)
 
 
 class WaitParams(msgspec.Struct):
@@ -50,7 +52,7 @@ class LatestParams(msgspec.Struct):
     pnfsid: Pnfsid
 
     def __post_init__(self) -> None:
-        check_whole(self, ("pnfsid", PNFSID))
+        self.pnfsid = normal_pnfsid(self.pnfsid)
 
 
 class DuplicatesParams(msgspec.Struct):

@@ -140,7 +140,7 @@ async def wait_request(request: web.Request) -> web.Response:
 
 async def latest_request(request: web.Request) -> web.Response:
     params = query_params(request, LatestParams)
-    kind, pnfsid = params.kind, params.pnfsid.upper()
+    kind, pnfsid = params.kind, params.pnfsid
     found = await services(request).store.latest(kind, pnfsid)
     if found is None:
         raise NotFound(f"no {kind} request for {pnfsid}")
@@ -177,7 +177,7 @@ async def list_requests(request: web.Request) -> web.Response:
         kind=q.kind.value if q.kind is not None else None,
         queue=q.queue,
         volume=q.volume,
-        pnfsid=q.pnfsid.upper() if q.pnfsid is not None else None,
+        pnfsid=q.pnfsid,
         limit=q.limit,
         after=q.after,
     )
