@@ -99,5 +99,54 @@ def test_a_path_id_is_what_the_document_says() -> None:
     request = make_mocked_request("GET", "/v1/requests/17", match_info={"id": "17"})
     assert P.path_id(request) == 17
     documented = openapi_document()["paths"]["/v1/requests/{id}"]["get"]["parameters"]
-    assert documented == [P.ID_PARAMETER]
-    assert P.ID_PARAMETER["schema"] == {"type": "integer", "minimum": 1, "maximum": 2**62}
+    assert documented == [P.REQUEST_ID.document()]
+    assert documented[0]["schema"] == {"type": "integer", "minimum": 1, "maximum": 2**62}
+
+
+def _path(param: P.PathParam, raw: str) -> object:
+    request = make_mocked_request("GET", "/x", match_info={param.name: raw})
+    return param.value(request)
+
+
+@pytest.mark.parametrize(
+    ("route", "method", "param"),
+    [
+        ("/v1/queues/{name}", "patch", P.QUEUE_PATH),
+        ("/v1/drives/{name}/enable", "post", P.DRIVE_PATH),
+        ("/v1/tapes/{volume}", "get", P.VOLUME_PATH),
+        ("/v1/catalog/copies/{pnfsid}", "get", P.PNFSID_PATH),
+    ],
+)
+def test_each_path_name_is_documented_as_declared(
+    route: str, method: str, param: P.PathParam
+) -> None:
+    documented = openapi_document()["paths"][route][method]["parameters"]
+    assert documented == [param.document()]
+    assert documented[0]["name"] == param.name and documented[0]["in"] == "path"
+
+
+@pytest.mark.parametrize(
+    ("param", "raw"),
+    [
+        (P.QUEUE_PATH, "a b"),
+        (P.QUEUE_PATH, "urgent\n"),
+        (P.QUEUE_PATH, "q" * 65),
+        (P.VOLUME_PATH, "BB01\n"),
+        (P.VOLUME_PATH, "V" * 33),
+        (P.PNFSID_PATH, "00XY"),
+        (P.PNFSID_PATH, "00AB\n"),
+        (P.DRIVE_PATH, ""),
+        (P.DRIVE_PATH, "d" * 65),
+    ],
+)
+def test_a_path_name_outside_its_declaration_is_refused(param: P.PathParam, raw: str) -> None:
+    with pytest.raises(InvalidRequest, match=param.name):
+        _path(param, raw)
+
+
+def test_path_names_pass_whole_and_a_pnfsid_is_normalised() -> None:
+    assert _path(P.QUEUE_PATH, "urgent.tape-1") == "urgent.tape-1"
+    assert _path(P.VOLUME_PATH, "BB0123") == "BB0123"
+    assert _path(P.DRIVE_PATH, "sim0") == "sim0"
+    # As every pnfsid entering tssd (tssd/shim/names.py).
+    assert _path(P.PNFSID_PATH, "00ab") == _path(P.PNFSID_PATH, "00AB")

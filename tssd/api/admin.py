@@ -13,14 +13,21 @@ import structlog
 from aiohttp import web
 
 from tssd.api.helpers import read_json, services
-from tssd.api.params import MountsParams, ReportParams, TapesParams, query_params
+from tssd.api.params import (
+    DRIVE_PATH,
+    QUEUE_PATH,
+    VOLUME_PATH,
+    MountsParams,
+    ReportParams,
+    TapesParams,
+    query_params,
+)
 from tssd.bodies import UNSET as UNSET_BODY
 from tssd.bodies import QueuePatch, convert
 from tssd.db.admin import UNSET, AdminStore, MountFilter
 from tssd.db.reports import ReportStore
 from tssd.errors import InvalidRequest
 from tssd.services import Services
-from tssd.shim.names import QUEUE, VOLUME
 
 log = structlog.get_logger()
 
@@ -53,9 +60,7 @@ async def list_queues(request: web.Request) -> web.Response:
 
 
 async def set_queue(request: web.Request) -> web.Response:
-    name = request.match_info["name"]
-    if not QUEUE.fullmatch(name):
-        raise InvalidRequest(f"queue name must match {QUEUE.pattern}")
+    name = QUEUE_PATH.value(request)
     body = convert(await read_json(request), QueuePatch)
     changes: dict[str, Any] = {
         f: v for f in body.__struct_fields__ if (v := getattr(body, f)) is not UNSET_BODY
@@ -108,7 +113,7 @@ async def disable_drive(request: web.Request) -> web.Response:
 
 async def _set_enabled(request: web.Request, enabled: bool) -> web.Response:
     svc = services(request)
-    name = request.match_info["name"]
+    name = DRIVE_PATH.value(request)
     await admin(request).set_drive_enabled(name, enabled)
     svc.drives.set_enabled(name, enabled)
     log.info("drive.operator_enable" if enabled else "drive.operator_disable", drive=name)
@@ -133,9 +138,7 @@ async def list_tapes(request: web.Request) -> web.Response:
 
 
 async def show_tape(request: web.Request) -> web.Response:
-    volume = request.match_info["volume"]
-    if not VOLUME.fullmatch(volume):
-        raise InvalidRequest(f"volume must match {VOLUME.pattern}")
+    volume = VOLUME_PATH.value(request)
     return web.json_response({"tape": await admin(request).tape(volume)})
 
 

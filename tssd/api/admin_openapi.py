@@ -5,8 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from tssd.api.body_schemas import request_body
-from tssd.api.params import MountsParams, ReportParams, TapesParams, query_parameters
-from tssd.shim.names import QUEUE, VOLUME
+from tssd.api.params import (
+    DRIVE_PATH,
+    QUEUE_PATH,
+    VOLUME_PATH,
+    MountsParams,
+    ReportParams,
+    TapesParams,
+    query_parameters,
+)
 
 _OBJ = {"type": "object"}
 _ERR = {"$ref": "#/components/schemas/Error"}
@@ -21,18 +28,11 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(c): body for c in codes}
 
 
-def _path(name: str, pattern: str) -> dict[str, Any]:
-    schema = {"type": "string", "pattern": pattern}
-    return {"name": name, "in": "path", "required": True, "schema": schema}
-
-
 def _list(key: str) -> dict[str, Any]:
     return {"type": "object", "properties": {key: {"type": "array", "items": _OBJ}}}
 
 
 _TIME = {"type": "string", "format": "date-time"}
-_QUEUE_NAME = _path("name", QUEUE.pattern)
-_DRIVE = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
 #: A queue as GET /v1/queues and PATCH /v1/queues/{name} return it (tssd/db/admin.py).
 QUEUE_SCHEMA = {
     "type": "object",
@@ -104,8 +104,8 @@ def _drive_action(verb: str) -> dict[str, Any]:
         "post": {
             "summary": f"{verb.capitalize()} a drive",
             "operationId": f"{verb}Drive",
-            "parameters": [_DRIVE],
-            "responses": {"200": _ok(_OBJ), **_errors(404)},
+            "parameters": [DRIVE_PATH.document()],
+            "responses": {"200": _ok(_OBJ), **_errors(400, 404)},
         }
     }
 
@@ -129,7 +129,7 @@ ADMIN_PATHS: dict[str, Any] = {
         "patch": {
             "summary": "Create or change a queue",
             "operationId": "setQueue",
-            "parameters": [_QUEUE_NAME],
+            "parameters": [QUEUE_PATH.document()],
             "requestBody": request_body("QueuePatch"),
             "responses": {
                 "200": _ok({"type": "object", "properties": {"queue": QUEUE_SCHEMA}}),
@@ -158,7 +158,7 @@ ADMIN_PATHS: dict[str, Any] = {
         "get": {
             "summary": "One tape with its requests and last mounts",
             "operationId": "showTape",
-            "parameters": [_path("volume", VOLUME.pattern)],
+            "parameters": [VOLUME_PATH.document()],
             "responses": {"200": _ok(_OBJ), **_errors(400, 404)},
         }
     },

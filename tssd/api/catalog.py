@@ -15,8 +15,8 @@ import structlog
 from aiohttp import web
 
 from tssd.api.catalog_file import catalog_text, has_rows
-from tssd.api.helpers import pnfsid_param, read_json, services
-from tssd.api.params import DuplicatesParams, query_params
+from tssd.api.helpers import read_json, services
+from tssd.api.params import PNFSID_PATH, DuplicatesParams, query_params
 from tssd.api.roles import PEER_UID
 from tssd.backends.base import TapeCopy
 from tssd.backends.duplicates import duplicates_report
@@ -41,7 +41,7 @@ def copy_json(copy: TapeCopy) -> dict[str, Any]:
 
 
 async def where(request: web.Request) -> web.Response:
-    pnfsid = pnfsid_param(request.match_info["pnfsid"])
+    pnfsid = PNFSID_PATH.value(request)
     found = await services(request).backend.locate([pnfsid])
     copies = sorted(found.get(pnfsid, []), key=lambda c: (c.written_at, c.restore_order))
     if not copies:

@@ -15,12 +15,10 @@ from typing import Any
 from aiohttp import web
 
 from tssd.api.inputs import decode_json, read_body
-from tssd.api.params import path_id
 from tssd.api.roles import PEER_UID
 from tssd.errors import InvalidRequest, ShuttingDown
 from tssd.files import PoolRoots, effective_roots
 from tssd.services import Services
-from tssd.shim.names import pnfsid_or_none
 from tssd.submit import SubmitSpec
 
 SERVICES: web.AppKey[Services] = web.AppKey("services", Services)
@@ -34,18 +32,6 @@ async def read_json(request: web.Request) -> Any:
     """The body's JSON value (see :mod:`tssd.api.inputs`); 408 for a body that stalls."""
     raw = await read_body(request, services(request).settings.limits.idle_timeout_s)
     return decode_json(raw)
-
-
-def pnfsid_param(value: str | None) -> str:
-    """A pnfsid from a query or path, normalised as submitted ones are (tssd/shim/names.py)."""
-    pnfsid = pnfsid_or_none(value)
-    if pnfsid is None:
-        raise InvalidRequest("pnfsid must be 1-64 hex digits")
-    return pnfsid
-
-
-def request_id(request: web.Request) -> int:
-    return path_id(request)
 
 
 def check_accepting(svc: Services) -> None:

@@ -8,7 +8,8 @@ from typing import Any
 from tssd.api.admin_openapi import ADMIN_PATHS
 from tssd.api.body_schemas import body_ref, body_schemas, request_body
 from tssd.api.params import (
-    ID_PARAMETER,
+    PNFSID_PATH,
+    REQUEST_ID,
     DuplicatesParams,
     LatestParams,
     ListParams,
@@ -119,9 +120,7 @@ CATALOG_PATHS: dict[str, Any] = {
         "get": {
             "summary": "Every copy of a file: volume, sequence, size, written time, media",
             "operationId": "where",
-            "parameters": [
-                {"name": "pnfsid", "in": "path", "required": True, "schema": _STR},
-            ],
+            "parameters": [PNFSID_PATH.document()],
             "responses": {
                 "200": _json(
                     {
@@ -264,7 +263,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "One request",
                 "operationId": "get",
-                "parameters": [ID_PARAMETER],
+                "parameters": [REQUEST_ID.document()],
                 "responses": {"200": _json(_ONE), **_errors(400, 404)},
             }
         },
@@ -272,7 +271,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "Long-poll until the request finishes or the timeout passes",
                 "operationId": "wait",
-                "parameters": [ID_PARAMETER, *query_parameters(WaitParams)],
+                "parameters": [REQUEST_ID.document(), *query_parameters(WaitParams)],
                 "responses": {
                     "200": _json(
                         {
@@ -288,7 +287,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "The rule a request waits on, and its ETA",
                 "operationId": "why",
-                "parameters": [ID_PARAMETER],
+                "parameters": [REQUEST_ID.document()],
                 "responses": {
                     "200": _json(
                         {
@@ -316,7 +315,7 @@ def openapi_document() -> dict[str, Any]:
             "post": {
                 "summary": "Cancel an open request",
                 "operationId": "cancel",
-                "parameters": [ID_PARAMETER],
+                "parameters": [REQUEST_ID.document()],
                 "responses": {"200": _json(_ONE), **_errors(400, 404, 409)},
             }
         },
@@ -324,7 +323,7 @@ def openapi_document() -> dict[str, Any]:
             "post": {
                 "summary": "Queue a failed or cancelled request again",
                 "operationId": "retry",
-                "parameters": [ID_PARAMETER],
+                "parameters": [REQUEST_ID.document()],
                 "responses": {"200": _json(_ONE), **_errors(400, 404, 409)},
             }
         },
@@ -332,7 +331,7 @@ def openapi_document() -> dict[str, Any]:
             "post": {
                 "summary": "Record that a client was told the outcome of a finished request",
                 "operationId": "reported",
-                "parameters": [ID_PARAMETER],
+                "parameters": [REQUEST_ID.document()],
                 "responses": {"200": _json(_ONE), **_errors(400, 404, 409)},
             }
         },

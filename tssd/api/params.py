@@ -10,6 +10,8 @@ absent. Times stay text in the Struct (declared ``date-time``) and are parsed wh
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
@@ -19,7 +21,7 @@ from msgspec import Meta
 from tssd.bodies import Pnfsid, check_whole, convert, normal_pnfsid
 from tssd.domain import Kind, State
 from tssd.errors import InvalidRequest
-from tssd.shim.names import QUEUE, VOLUME
+from tssd.shim.names import QUEUE, VOLUME, Name, pnfsid_or_none
 
 #: Page positions are request or mount ids: database integers.
 After = Annotated[int, Meta(ge=0, le=2**62)]
@@ -82,22 +84,54 @@ class ReportParams(msgspec.Struct):
 
 #: A request id in a path (``/v1/requests/{id}``): a database integer.
 RequestId = Annotated[int, Meta(ge=1, le=2**62)]
-ID_PARAMETER = {
-    "name": "id",
-    "in": "path",
-    "required": True,
-    "schema": msgspec.json.schema(RequestId),
-}
+#: A drive's name, as the ``drives`` table holds it.
+DriveName = Annotated[str, Meta(min_length=1, max_length=64)]
+
+
+@dataclasses.dataclass(frozen=True)
+class PathParam:
+    """One path parameter declared once: its type gives the OpenAPI entry
+    (:meth:`document`) and the check (:meth:`value`). *whole* checks (and normalises) a
+    name whole, which msgspec's ``re.search`` patterns do not (``tssd/bodies.py``)."""
+
+    name: str
+    type: Any
+    whole: Callable[[str], str | None] | None = None
+
+    def document(self) -> dict[str, Any]:
+        schema = msgspec.json.schema(self.type)
+        return {"name": self.name, "in": "path", "required": True, "schema": schema}
+
+    def value(self, request: web.Request) -> Any:
+        """The parameter of *request*'s path; :class:`InvalidRequest` naming it."""
+        try:
+            value = msgspec.convert(request.match_info[self.name], self.type, strict=False)
+        except msgspec.ValidationError as exc:
+            raise InvalidRequest(f"{self.name}: {exc}") from exc
+        if self.whole is not None:
+            value = self.whole(value)
+            if value is None:
+                raise InvalidRequest(f"{self.name}: must match the pattern whole")
+        return value
+
+
+def _fullmatch(name: Name) -> Callable[[str], str | None]:
+    return lambda value: value if name.fullmatch(value) else None
+
+
+REQUEST_ID = PathParam("id", RequestId)
+QUEUE_PATH = PathParam("name", QueueName, _fullmatch(QUEUE))
+VOLUME_PATH = PathParam("volume", VolumeName, _fullmatch(VOLUME))
+PNFSID_PATH = PathParam("pnfsid", Pnfsid, pnfsid_or_none)
+DRIVE_PATH = PathParam("name", DriveName)
 
 T = TypeVar("T", bound=msgspec.Struct)
 
 
 def path_id(request: web.Request) -> int:
-    """The request id of *request*'s path, as :data:`ID_PARAMETER` documents it."""
-    try:
-        return msgspec.convert(request.match_info["id"], RequestId, strict=False)
-    except msgspec.ValidationError as exc:
-        raise InvalidRequest(f"id: {exc}") from exc
+    """The request id of *request*'s path, as :data:`REQUEST_ID` documents it."""
+    value: int = REQUEST_ID.value(request)
+    return value
 
 
 def query_params(request: web.Request, params: type[T]) -> T:

@@ -21,12 +21,11 @@ from tssd.api.helpers import (
     check_paths_off_loop,
     owned,
     read_json,
-    request_id,
     services,
 )
 from tssd.api.http_errors import Forbidden
 from tssd.api.inputs import read_body
-from tssd.api.params import LatestParams, ListParams, WaitParams, query_params
+from tssd.api.params import LatestParams, ListParams, WaitParams, path_id, query_params
 from tssd.api.roles import ROLE, Role, is_own
 from tssd.api.schemas import request_json
 from tssd.bodies import Query, convert, convert_bulk
@@ -120,13 +119,13 @@ async def submit_in_chunks(svc: Services, specs: Sequence[SubmitSpec]) -> list[t
 
 async def get_request(request: web.Request) -> web.Response:
     svc = services(request)
-    view = request_view(await svc.store.get(request_id(request)))
+    view = request_view(await svc.store.get(path_id(request)))
     return web.json_response({"request": request_json(view) | eta_fields(svc.scheduler, view)})
 
 
 async def why_request(request: web.Request) -> web.Response:
     svc = services(request)
-    view = request_view(await svc.store.get(request_id(request)))
+    view = request_view(await svc.store.get(path_id(request)))
     return web.json_response(explain(svc.scheduler, view))
 
 
@@ -134,7 +133,7 @@ async def wait_request(request: web.Request) -> web.Response:
     svc = services(request)
     timeout = float(query_params(request, WaitParams).timeout)
     timeout = min(timeout, svc.settings.api.max_wait_s)
-    row, finished = await svc.store.wait(request_id(request), timeout)
+    row, finished = await svc.store.wait(path_id(request), timeout)
     return web.json_response({"request": request_json(request_view(row)), "finished": finished})
 
 
@@ -149,7 +148,7 @@ async def latest_request(request: web.Request) -> web.Response:
 
 
 async def report_request(request: web.Request) -> web.Response:
-    row = request_view(await services(request).store.mark_reported(request_id(request)))
+    row = request_view(await services(request).store.mark_reported(path_id(request)))
     return web.json_response({"request": request_json(row)})
 
 
@@ -157,15 +156,15 @@ async def cancel_request(request: web.Request) -> web.Response:
     store = services(request).store
     # Only a pool pays the extra read: the admin may cancel any request.
     pool = request.get(ROLE) is Role.POOL
-    if pool and not is_own(request, (await store.get(request_id(request))).owner_uid):
+    if pool and not is_own(request, (await store.get(path_id(request))).owner_uid):
         raise Forbidden("a pool may cancel only the requests it submitted")
-    row = request_view(await store.cancel(request_id(request)))
+    row = request_view(await store.cancel(path_id(request)))
     log.info("request.cancelled", request_id=row.id, pnfsid=row.pnfsid)
     return web.json_response({"request": request_json(row)})
 
 
 async def retry_request(request: web.Request) -> web.Response:
-    row = request_view(await services(request).store.retry(request_id(request)))
+    row = request_view(await services(request).store.retry(path_id(request)))
     log.info("request.retried", request_id=row.id, pnfsid=row.pnfsid)
     return web.json_response({"request": request_json(row)})
 
