@@ -97,6 +97,8 @@ class PathParam:
     name: str
     type: Any
     whole: Callable[[str], str | None] | None = None
+    #: What an error calls it, where the name alone would not say (``name``).
+    label: str = ""
 
     def document(self) -> dict[str, Any]:
         schema = msgspec.json.schema(self.type)
@@ -107,11 +109,12 @@ class PathParam:
         try:
             value = msgspec.convert(request.match_info[self.name], self.type, strict=False)
         except msgspec.ValidationError as exc:
-            raise InvalidRequest(f"{self.name}: {exc}") from exc
+            raise InvalidRequest(f"{self.label or self.name}: {exc}") from exc
         if self.whole is not None:
             value = self.whole(value)
             if value is None:
-                raise InvalidRequest(f"{self.name}: must match the pattern whole")
+                pattern = self.document()["schema"].get("pattern")
+                raise InvalidRequest(f"{self.label or self.name} must match {pattern} whole")
         return value
 
 
@@ -120,10 +123,10 @@ def _fullmatch(name: Name) -> Callable[[str], str | None]:
 
 
 REQUEST_ID = PathParam("id", RequestId)
-QUEUE_PATH = PathParam("name", QueueName, _fullmatch(QUEUE))
+QUEUE_PATH = PathParam("name", QueueName, _fullmatch(QUEUE), "queue name")
 VOLUME_PATH = PathParam("volume", VolumeName, _fullmatch(VOLUME))
 PNFSID_PATH = PathParam("pnfsid", Pnfsid, pnfsid_or_none)
-DRIVE_PATH = PathParam("name", DriveName)
+DRIVE_PATH = PathParam("name", DriveName, label="drive name")
 
 T = TypeVar("T", bound=msgspec.Struct)
 
