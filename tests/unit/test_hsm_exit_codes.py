@@ -156,22 +156,34 @@ except AccessDenied as exc:
 
 
 def test_recall_into_a_directory_tssd_may_not_write_is_1() -> None:
-    # Root writes everywhere (and CI runs as root): the write then runs as nobody, as a
-    # tssd started under the wrong user would.
+    # Root writes everywhere (and CI runs as root). In a user namespace of its own
+    # (unshare(1), util-linux) root keeps its uid but loses CAP_DAC_OVERRIDE over files
+    # whose owner the namespace does not map (the kernel's capable_wrt_inode_uidgid): the
+    # mode bits then refuse it as they refuse a tssd started under the wrong user, and the
+    # checkout, root's own, stays readable. setpriv to nobody is the fallback.
     with tempfile.TemporaryDirectory() as top:
         os.chmod(top, 0o755)
         locked = Path(top) / "pool"
         locked.mkdir(mode=0o555)
         command = [sys.executable, "-c", _LOCKED_WRITE, str(locked)]
         if os.geteuid() == 0:
-            if shutil.which("setpriv") is None:
-                pytest.skip("setpriv (util-linux) is needed to drop root")
-            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+            command = [*_unprivileged(), *command]
         out = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     unreachable = ("ermission denied", "No module named 'tssd'")
     if os.geteuid() == 0 and out.returncode != 0 and any(u in out.stderr for u in unreachable):
         pytest.skip("nobody cannot reach this checkout (it lies in a 0700 directory)")
     assert out.stdout.strip() == "1", out.stderr
+
+
+def _unprivileged() -> list[str]:
+    """A command prefix that runs as root without its override of file modes."""
+    if shutil.which("unshare") is not None:
+        probe = subprocess.run(["unshare", "--user", "true"], capture_output=True, check=False)
+        if probe.returncode == 0:
+            return ["unshare", "--user"]
+    if shutil.which("setpriv") is None:
+        pytest.skip("neither unshare nor setpriv (util-linux) can drop root's override")
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
 @pytest.mark.parametrize(
