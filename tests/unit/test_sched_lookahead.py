@@ -228,3 +228,73 @@ def test_observing_a_locate_partitions_the_hypotheses() -> None:
     groups = lookahead.observe(times)
     assert sorted(f for g in groups for f in g) == sorted(times)  # each once
     assert all(len({int(times[f] // 2.0) for f in g}) == 1 for g in groups)  # one bin each
+
+
+# -- hypotheses weighted by their likelihood (lookahead.likelihoods) -----------------------
+
+
+@given(small_batches(), st.lists(st.floats(0.01, 1.0), min_size=6, max_size=6))
+@settings(max_examples=60, deadline=None)
+def test_a_weighted_plan_costs_between_knowing_the_truth_and_the_best_fixed_order(
+    case: tuple, drawn: list[float]
+) -> None:
+    """With each hypothesis as likely as its weight, the expectation is still a true
+    one: no dearer than the best fixed order, no cheaper than knowing the truth, each
+    weighted the same way (brute force over every order)."""
+    runs, head, truths = case
+    weights = dict(zip(truths, drawn, strict=False))
+    value, _ = lookahead.expected(runs, head, LTO9, truths, weights)
+    mass = sum(weights.values())
+    orders = list(itertools.permutations(range(len(runs))))
+    costs = {o: [order_cost(runs, o, head, f) * weights[f] for f in truths] for o in orders}
+    fixed = min(sum(c) for c in costs.values()) / mass
+    knowing = sum(min(costs[o][k] for o in orders) for k in range(len(truths))) / mass
+    assert knowing - 1e-6 <= value <= fixed + 1e-6
+
+
+@given(small_batches(), st.floats(0.01, 10.0))
+@settings(max_examples=40, deadline=None)
+def test_equal_weights_plan_as_no_weights(case: tuple, weight: float) -> None:
+    runs, head, truths = case
+    plain = lookahead.expected(runs, head, LTO9, truths)
+    weighted = lookahead.expected(runs, head, LTO9, truths, dict.fromkeys(truths, weight))
+    assert weighted[0] == pytest.approx(plain[0], rel=1e-9)
+
+
+def test_likelihoods_fall_with_the_error_and_start_equal() -> None:
+    calibration = Calibration(ESTIMATED)
+    before = lookahead.likelihoods(calibration)
+    assert list(before) == calibration.candidates and set(before.values()) == {1.0}
+    spans, chosen = sparse_tape(3)
+    places = true_places(spans, 1.01, 3)
+    target = chosen[-1]
+    seen = LTO9.locate_s(0, places[target][0], CAPACITY)
+    calibration.observe(0, spans[target][0], seen)
+    weights = lookahead.likelihoods(calibration)
+    errors = dict(zip(calibration.candidates, calibration.error, strict=True))
+    assert max(weights.values()) == 1.0
+    assert len(weights) < len(calibration.candidates)  # the unlikely ones left out
+    assert min(weights.values()) >= lookahead.LEAST_LIKELY
+    ranked = sorted(weights, key=lambda f: errors[f])
+    assert [weights[f] for f in ranked] == sorted(weights.values(), reverse=True)
+
+
+def test_a_tape_with_many_locates_is_planned_on_its_plausible_set_equally() -> None:
+    """Past FEW_READS locates the summed error is mostly shared drift: the plan is the
+    unweighted one over the calibration's plausible candidates."""
+    spans, chosen = sparse_tape(5, wanted=4)
+    places = true_places(spans, 0.99, 5)
+    calibration = Calibration(ESTIMATED)
+    head = 0
+    for k in range(lookahead.FEW_READS + 1):
+        target = (k * 37) % len(spans)
+        seen = LTO9.locate_s(places[head][0] if head else 0, places[target][0], CAPACITY)
+        calibration.observe(spans[head][0] if head else 0, spans[target][0], seen)
+        head = target
+    wanted = [spans[i] for i in chosen]
+    runs = _runs(wanted)
+    at = spans[head][0]
+    plain = lookahead.exact_next(
+        runs, at, ESTIMATED, lookahead.spaced(calibration.kept(), lookahead.EXACT_HYPOTHESES)
+    )
+    assert lookahead.next_read(wanted, at, calibration) == plain
