@@ -158,7 +158,8 @@ except AccessDenied as exc:
 def test_recall_into_a_directory_tssd_may_not_write_is_1() -> None:
     # Root writes everywhere (and CI runs as root). In a user namespace of its own
     # (unshare(1), util-linux) root keeps its uid but loses CAP_DAC_OVERRIDE over files
-    # whose owner the namespace does not map (the kernel's capable_wrt_inode_uidgid): the
+    # whose owner the namespace does not map (linux kernel/capability.c,
+    # capable_wrt_inode_uidgid: ns_capable and kuid_has_mapping of the inode's uid): the
     # mode bits then refuse it as they refuse a tssd started under the wrong user, and the
     # checkout, root's own, stays readable. setpriv to nobody is the fallback.
     with tempfile.TemporaryDirectory() as top:

@@ -49,7 +49,7 @@ EXACT_HYPOTHESES = 2 * STEPS + 1
 #: The seconds of a locate that no factor explains (a copy's own drift: one read from BOT
 #: times its target to about a second), the scale of a hypothesis' likelihood. Measured
 #: among 0.25-4 s on the sparse campaigns of seeds 1-8 and checked on seeds 9-16
-#: (docs/benchmarks.md, "Tenth round").
+#: (docs/benchmarks.md, "Tenth round, sparse").
 LIKELIHOOD_S = 1.0
 #: Hypotheses less likely than this share of the likeliest are left out of the plan.
 LEAST_LIKELY = 1e-3
