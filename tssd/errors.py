@@ -114,3 +114,29 @@ class AccessDenied(DataError):
 
 class DatabaseUnavailable(TssdError):
     """The database cannot be reached or opened (server down, bad credentials, no file)."""
+
+
+class WireError(TssdError):
+    """A client (``tssctl``, ``tss-hsm``) could not reach tssd, or the answer was not the API."""
+
+
+class ApiError(TssdError):
+    """tssd answered a client with an error status; ``payload`` is its JSON error object.
+
+    ``exit_code`` is the one tssd names for the request (1 when it names none or no
+    integer), ``retry_after_s`` when admission control's 503 says when to call again (1 s
+    when it does not say).
+    """
+
+    def __init__(self, status: int, payload: dict[str, object]) -> None:
+        raw = payload.get("error")
+        err: dict[str, object] = raw if isinstance(raw, dict) else {}
+        message = str(err.get("message") or payload or f"HTTP {status}")
+        super().__init__(message)
+        self.status = status
+        self.type = str(err.get("type", "Error"))
+        self.message = message
+        code = err.get("exit_code", 1)
+        self.exit_code = code if type(code) is int else 1
+        after = err.get("retry_after_s")
+        self.retry_after_s = float(after) if isinstance(after, int | float) else 1.0

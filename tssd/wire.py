@@ -1,52 +1,24 @@
-"""A small HTTP/JSON client for the tssd API, standard library only.
+"""A small HTTP/JSON client for the tssd API, standard library only: ``tssctl``'s.
 
-Shared by ``tss-hsm`` (which must import nothing but the standard library, so that one
-call costs little more than starting the interpreter) and ``tssctl``. It speaks HTTP/1.1
-over the daemon's Unix socket or over TCP.
-
-Target resolution, first match wins: the explicit target (``-tssd=`` / ``--tssd``),
-``$TSSD_URL``, ``$TSSD_HOME/tssd.sock``, ``~/.local/state/tssd/tssd.sock``. A target is
-a socket path (``/run/tssd/tssd.sock`` or ``unix:/path``) or an ``http(s)://`` URL.
+It speaks HTTP/1.1 over the daemon's Unix socket or over TCP, TLS included. ``tss-hsm``
+uses :mod:`tssd.shim.fastclient`, which costs less to import, and this client only for
+``https://``. Both find tssd, show their token and judge an answer through
+:mod:`tssd.shim.endpoint`, and raise the same :class:`~tssd.errors.WireError` and
+:class:`~tssd.errors.ApiError`.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
-import os
 import socket
 from typing import Any
 from urllib.parse import urlsplit
 
-DEFAULT_HOME = "~/.local/state/tssd"
+from tssd.errors import ApiError, WireError
+from tssd.shim.endpoint import answer, read_token, resolve_target
 
-
-class WireError(Exception):
-    """tssd could not be reached, or answered with something that is not the API."""
-
-
-class ApiError(Exception):
-    """tssd answered with an error status; ``payload`` is its JSON error object."""
-
-    def __init__(self, status: int, payload: dict[str, Any]) -> None:
-        raw = payload.get("error")
-        err: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        message = str(err.get("message") or payload or f"HTTP {status}")
-        super().__init__(message)
-        self.status = status
-        self.type = str(err.get("type", "Error"))
-        self.message = message
-        self.exit_code = int(err.get("exit_code", 1))
-
-
-def resolve_target(explicit: str | None = None, environ: dict[str, str] | None = None) -> str:
-    env = os.environ if environ is None else environ
-    if explicit:
-        return explicit
-    if env.get("TSSD_URL"):
-        return env["TSSD_URL"]
-    home = env.get("TSSD_HOME") or DEFAULT_HOME
-    return os.path.join(os.path.expanduser(home), "tssd.sock")
+__all__ = ["ApiError", "Client", "WireError", "resolve_target"]
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -71,18 +43,7 @@ class Client:
     def __init__(self, target: str | None = None, *, timeout: float = 30.0) -> None:
         self.target = resolve_target(target)
         self.timeout = timeout
-        self._token = self._read_token()
-
-    @staticmethod
-    def _read_token() -> str | None:
-        path = os.environ.get("TSSD_TOKEN_FILE")
-        if not path:
-            return None
-        try:
-            with open(path, encoding="utf-8") as fh:
-                return fh.read().strip() or None
-        except OSError as exc:
-            raise WireError(f"cannot read token file {path}: {exc.strerror}") from exc
+        self._token = read_token()
 
     def _connection(self, timeout: float) -> tuple[http.client.HTTPConnection, str]:
         target = self.target
@@ -131,8 +92,4 @@ class Client:
             raise WireError(
                 f"tssd at {self.target} sent non-JSON (HTTP {response.status})"
             ) from exc
-        if not isinstance(data, dict):
-            raise WireError(f"tssd at {self.target} sent an unexpected answer")
-        if response.status >= 400:
-            raise ApiError(response.status, data)
-        return data
+        return answer(self.target, response.status, data)

@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tssd.submit",
             "tssd.bodies",
             "tssd.shim.names",  # the name patterns; the rest of tssd.shim is a client
+            "tssd.shim.endpoint",  # the clients' target and state directory, also config's
         ),
     ),
     ("db", ("tssd.db",)),

@@ -12,7 +12,6 @@ Paths may contain ``{home}``, replaced by the state directory.
 from tssd.config.backends import BackendSettings, ScsiSettings, SimSettings
 from tssd.config.render import describe, sample_toml, to_toml
 from tssd.config.sections import (
-    DEFAULT_HOME,
     ApiSettings,
     BackpressureSettings,
     ClusterSettings,
@@ -24,6 +23,7 @@ from tssd.config.sections import (
     SchedulerSettings,
 )
 from tssd.config.settings import SECTIONS, Origin, Settings, load_settings
+from tssd.shim.endpoint import DEFAULT_HOME
 
 __all__ = [
     "DEFAULT_HOME",

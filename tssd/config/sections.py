@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-DEFAULT_HOME = "~/.local/state/tssd"
-
 
 def _doc(text: str) -> dict[str, str]:
     return {"doc": text}

@@ -15,7 +15,6 @@ from typing import Any
 from tssd.config.backends import BackendSettings, ScsiSettings, SimSettings
 from tssd.config.queues import QueueSettings, load_queues
 from tssd.config.sections import (
-    DEFAULT_HOME,
     ApiSettings,
     BackpressureSettings,
     ClusterSettings,
@@ -29,6 +28,7 @@ from tssd.config.sections import (
     _doc,
 )
 from tssd.errors import ConfigError
+from tssd.shim.endpoint import DEFAULT_HOME
 
 
 @dataclass(frozen=True)

@@ -5,55 +5,27 @@ times the interpreter's own start-up; this client uses the C modules underneath 
 (``_socket``, ``_json``) and costs well under one. It speaks to tssd only: a Unix socket or
 ``http://``; ``https://`` is handed to :mod:`tssd.wire`, whose import cost TLS dwarfs.
 
-Target resolution is :func:`tssd.wire.resolve_target`'s: ``-tssd=``, ``$TSSD_URL``,
-``$TSSD_HOME/tssd.sock``, ``~/.local/state/tssd/tssd.sock``.
+The target, the token and the judging of an answer are :mod:`tssd.shim.endpoint`'s, shared
+with :mod:`tssd.wire`, and so are the errors raised (:class:`~tssd.errors.WireError`,
+:class:`~tssd.errors.ApiError`).
 """
 
 from __future__ import annotations
 
 import _json
 import _socket
-import os
 import time
+
+from tssd.errors import ApiError, WireError
+from tssd.shim.endpoint import answer, read_token, resolve_target
+
+__all__ = ["ApiError", "Client", "WireError", "decode", "encode"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-DEFAULT_HOME = "~/.local/state/tssd"
 MAX_ANSWER = 64 << 20
-
-
-class WireError(Exception):
-    """tssd could not be reached, or answered with something that is not the API."""
-
-
-class ApiError(Exception):
-    """tssd answered with an error status; ``payload`` is its JSON error object."""
-
-    def __init__(self, status: int, payload: dict[str, Any]) -> None:
-        raw = payload.get("error")
-        err: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        message = str(err.get("message") or payload or f"HTTP {status}")
-        super().__init__(message)
-        self.status = status
-        self.type = str(err.get("type", "Error"))
-        self.message = message
-        code = err.get("exit_code", 1)
-        self.exit_code = code if type(code) is int else 1
-        # Admission control's 503 says when to call again.
-        after = err.get("retry_after_s")
-        self.retry_after_s = float(after) if isinstance(after, (int, float)) else 1.0
-
-
-def resolve_target(explicit: str | None = None) -> str:
-    if explicit:
-        return explicit
-    env = os.environ
-    if env.get("TSSD_URL"):
-        return env["TSSD_URL"]
-    home = env.get("TSSD_HOME") or DEFAULT_HOME
-    return os.path.join(os.path.expanduser(home), "tssd.sock")
 
 
 class _Context:
@@ -108,7 +80,7 @@ class Client:
     def __init__(self, target: str | None = None, *, timeout: float = 30.0) -> None:
         self.target = resolve_target(target)
         self.timeout = timeout
-        self._token = _read_token()
+        self._token = read_token()
         self._https: Any = None
 
     def call(
@@ -128,11 +100,7 @@ class Client:
             data = decode(raw.decode("utf-8")) if raw else {}
         except ValueError as exc:  # UnicodeDecodeError is a ValueError too
             raise WireError(f"tssd at {self.target} sent non-JSON (HTTP {status})") from exc
-        if not isinstance(data, dict):
-            raise WireError(f"tssd at {self.target} sent an unexpected answer")
-        if status >= 400:
-            raise ApiError(status, data)
-        return data
+        return answer(self.target, status, data)
 
     def _exchange(self, method: str, path: str, body: Any, timeout: float) -> tuple[int, bytes]:
         sock, host, prefix = self._connect(timeout)
@@ -213,14 +181,8 @@ class Client:
 
         if self._https is None:
             self._https = wire.Client(self.target, timeout=self.timeout)
-        try:
-            answer: dict[str, Any] = self._https.call(method, path, body, timeout=timeout)
-        except wire.WireError as exc:
-            raise WireError(str(exc)) from exc
-        except wire.ApiError as exc:
-            error = {"type": exc.type, "message": exc.message, "exit_code": exc.exit_code}
-            raise ApiError(exc.status, {"error": error}) from exc
-        return answer
+        reply: dict[str, Any] = self._https.call(method, path, body, timeout=timeout)
+        return reply
 
 
 def _connect_waiting(sock: _socket.socket, address: Any, timeout: float) -> None:
@@ -262,14 +224,3 @@ def _dechunk(body: bytes) -> bytes:
         out.append(body[:size])
         body = body[size + 2 :]
     return b"".join(out)
-
-
-def _read_token() -> str | None:
-    path = os.environ.get("TSSD_TOKEN_FILE")
-    if not path:
-        return None
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read().strip() or None
-    except OSError as exc:
-        raise WireError(f"cannot read token file {path}: {exc.strerror}") from exc

@@ -1,0 +1,141 @@
+"""Both clients, ``tss-hsm``'s fastclient and ``tssctl``'s wire, find tssd and judge its
+answers through one module (tssd/shim/endpoint.py) and raise the same errors."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tssd import wire
+from tssd.errors import ApiError, TssdError, WireError
+from tssd.shim import endpoint, fastclient
+
+
+def test_the_client_errors_are_in_the_one_tree() -> None:
+    assert issubclass(WireError, TssdError) and issubclass(ApiError, TssdError)
+    assert fastclient.ApiError is wire.ApiError is ApiError
+    assert fastclient.WireError is wire.WireError is WireError
+
+
+@pytest.mark.parametrize(
+    ("explicit", "env", "expected"),
+    [
+        ("/run/x.sock", {"TSSD_URL": "http://127.0.0.1:1"}, "/run/x.sock"),
+        (None, {"TSSD_URL": "http://127.0.0.1:1", "TSSD_HOME": "/h"}, "http://127.0.0.1:1"),
+        (None, {"TSSD_HOME": "/h"}, "/h/tssd.sock"),
+        (None, {"HOME": "/home/u"}, "/home/u/.local/state/tssd/tssd.sock"),
+    ],
+)
+def test_the_target_first_match_wins(
+    explicit: str | None, env: dict[str, str], expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("TSSD_URL", "TSSD_HOME", "TSSD_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert endpoint.resolve_target(explicit) == expected
+    assert wire.Client(explicit).target == fastclient.Client(explicit).target == expected
+
+
+def test_an_unreadable_token_file_is_a_wire_error_for_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TSSD_TOKEN_FILE", str(tmp_path / "absent"))
+    for client in (wire.Client, fastclient.Client):
+        with pytest.raises(WireError, match="cannot read token file"):
+            client("/run/x.sock")
+    (tmp_path / "token").write_text("  secret\n")
+    assert endpoint.read_token({"TSSD_TOKEN_FILE": str(tmp_path / "token")}) == "secret"
+    (tmp_path / "empty").write_text("\n")
+    assert endpoint.read_token({"TSSD_TOKEN_FILE": str(tmp_path / "empty")}) is None
+
+
+def test_an_answer_is_an_object_and_an_error_status_is_raised() -> None:
+    assert endpoint.answer("t", 200, {"ok": True}) == {"ok": True}
+    with pytest.raises(WireError, match="unexpected answer"):
+        endpoint.answer("t", 200, [1])
+    error = {"type": "NotFound", "message": "no request 7", "exit_code": 31}
+    with pytest.raises(ApiError) as raised:
+        endpoint.answer("t", 404, {"error": error})
+    assert (raised.value.status, raised.value.type, raised.value.exit_code) == (
+        404,
+        "NotFound",
+        31,
+    )
+    assert raised.value.message == "no request 7"
+
+
+@pytest.mark.parametrize(
+    ("error", "exit_code", "retry_after_s"),
+    [
+        ({"message": "busy", "retry_after_s": 2.5}, 1, 2.5),
+        ({"message": "x", "exit_code": "31"}, 1, 1.0),  # a code that is no integer: 1
+        ({"message": "x", "exit_code": True}, 1, 1.0),  # nor is a boolean
+        ("not an object", 1, 1.0),
+    ],
+)
+def test_an_error_body_tssd_did_not_shape_still_gives_an_exit_code(
+    error: object, exit_code: int, retry_after_s: float
+) -> None:
+    exc = ApiError(503, {"error": error})
+    assert (exc.exit_code, exc.retry_after_s) == (exit_code, retry_after_s)
+    assert str(exc)
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[Path]:
+    """A Unix-socket server answering every request with one fixed 409 error body."""
+    path = tmp_path / "s.sock"
+    body = b'{"error": {"type": "Conflict", "message": "already done", "exit_code": 1}}'
+    reply = (
+        b"HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+    )
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(5)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+                conn.sendall(reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield path
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()
+        os.unlink(path)
+
+
+def test_both_clients_raise_the_same_error_for_one_answer(
+    http_server: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TSSD_TOKEN_FILE", raising=False)
+    seen = []
+    for client in (wire.Client(str(http_server)), fastclient.Client(str(http_server))):
+        with pytest.raises(ApiError) as raised:
+            client.call("POST", "/v1/requests/1/cancel")
+        seen.append((raised.value.status, raised.value.type, raised.value.message))
+    assert seen == [(409, "Conflict", "already done")] * 2

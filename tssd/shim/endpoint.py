@@ -1,0 +1,63 @@
+"""Where a client finds tssd, the token it shows, and what an answer must be.
+
+Shared by both clients, :mod:`tssd.shim.fastclient` (``tss-hsm``) and :mod:`tssd.wire`
+(``tssctl``), so that they resolve the same target and judge an answer alike. It imports
+only ``os`` and :mod:`tssd.errors`: ``tss-hsm`` pays for every module it loads, once per
+file dCache hands it.
+
+Target resolution, first match wins: the explicit target (``-tssd=`` / ``--tssd``),
+``$TSSD_URL``, ``$TSSD_HOME/tssd.sock``, ``~/.local/state/tssd/tssd.sock``. A target is a
+socket path (``/run/tssd/tssd.sock`` or ``unix:/path``) or an ``http(s)://`` URL.
+"""
+
+from __future__ import annotations
+
+import os
+
+from tssd.errors import ApiError, WireError
+
+TYPE_CHECKING = False  # typing costs tss-hsm an import; only the type checker needs Any
+if TYPE_CHECKING:
+    from typing import Any
+
+#: The state directory when neither ``$TSSD_HOME`` nor the configuration names one.
+DEFAULT_HOME = "~/.local/state/tssd"
+
+
+def resolve_target(explicit: str | None = None, environ: dict[str, str] | None = None) -> str:
+    env = os.environ if environ is None else environ
+    if explicit:
+        return explicit
+    if env.get("TSSD_URL"):
+        return env["TSSD_URL"]
+    home = env.get("TSSD_HOME") or DEFAULT_HOME
+    return os.path.join(os.path.expanduser(home), "tssd.sock")
+
+
+def read_token(environ: dict[str, str] | None = None) -> str | None:
+    """The bearer token in ``$TSSD_TOKEN_FILE``, None when unset or the file is empty.
+
+    Raises WireError when the file cannot be read: a client that was told to show a token
+    must not call without one and be taken for an anonymous reader.
+    """
+    env = os.environ if environ is None else environ
+    path = env.get("TSSD_TOKEN_FILE")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().strip() or None
+    except OSError as exc:
+        raise WireError(f"cannot read token file {path}: {exc.strerror}") from exc
+
+
+def answer(target: str, status: int, data: object) -> dict[str, Any]:
+    """The decoded body of one answer, as the API promises it: a JSON object.
+
+    Raises WireError when it is not an object, ApiError on an error status.
+    """
+    if not isinstance(data, dict):
+        raise WireError(f"tssd at {target} sent an unexpected answer")
+    if status >= 400:
+        raise ApiError(status, data)
+    return data
