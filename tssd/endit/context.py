@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from tssd.config import EnditDirectory, EnditSettings
 from tssd.db.lookups import requests_by_id
-from tssd.db.models import Request
+from tssd.db.models import Request, State
 from tssd.db.store import RequestStore
 from tssd.endit.protocol import EnditPaths
 from tssd.metrics import EnditMetrics
@@ -80,3 +81,73 @@ class Watches:
     def close(self) -> None:
         for request_id in list(self._events):
             self.discard(request_id)
+
+
+class Tracked(Protocol):
+    """A file of the directory that has a request in tssd."""
+
+    name: str
+    request_id: int | None
+    foreign: bool  # the request writes or reads another path (e.g. a tss-hsm call's)
+
+
+F = TypeVar("F", bound=Tracked)
+
+
+class RequestBook(Generic[F]):
+    """The files of one directory that have a request, by name and by request id, each
+    request watched until it finishes.
+
+    Subclasses say where a file's path is (:meth:`path_of`) and what a finished request
+    means for its file; an account kept per tracked file extends :meth:`_track` and
+    :meth:`_forget`.
+    """
+
+    def __init__(
+        self, ctx: DirContext, watches: Watches, now: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.ctx = ctx
+        self.watches = watches
+        self.now = now
+        self.tracked: dict[str, F] = {}
+        self.by_id: dict[int, str] = {}
+
+    @property
+    def directory(self) -> str:
+        return str(self.ctx.paths.base)
+
+    def path_of(self, name: str) -> str:
+        raise NotImplementedError
+
+    def _track(self, item: F, row: Request) -> None:
+        item.request_id = row.id
+        item.foreign = row.path != self.path_of(item.name)
+        self.tracked[item.name] = item
+        self.by_id[row.id] = item.name
+        self.watches.add(row.id)
+
+    def _forget(self, item: F) -> None:
+        self.tracked.pop(item.name, None)
+        if item.request_id is not None:
+            self.by_id.pop(item.request_id, None)
+            self.watches.discard(item.request_id)
+
+    def _closed(self, rows: Sequence[Request]) -> list[tuple[F, Request]]:
+        """The tracked files among *rows* whose request has ended, forgotten here.
+
+        A row found open again (retried by an operator, or by a reconciliation) stays
+        tracked and is watched anew: its old watch has fired.
+        """
+        ended = []
+        for row in rows:
+            name = self.by_id.get(row.id)
+            item = self.tracked.get(name) if name is not None else None
+            if item is None:
+                continue
+            if State(row.state).is_open:
+                self.watches.discard(row.id)
+                self.watches.add(row.id)
+                continue
+            self._forget(item)
+            ended.append((item, row))
+        return ended

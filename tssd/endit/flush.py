@@ -21,7 +21,7 @@ import structlog
 
 from tssd.db.models import Kind, Request, State, utcnow
 from tssd.endit import protocol
-from tssd.endit.context import DirContext, Watches, in_thread
+from tssd.endit.context import DirContext, RequestBook, Watches, in_thread
 from tssd.endit.protocol import OutFile, Version
 from tssd.errors import InvalidRequest, SourceUnreadable
 from tssd.submit import SubmitSpec, parse_submit
@@ -39,21 +39,13 @@ class Flush:
     foreign: bool = False  # attached to a migration of another file path
 
 
-class FlushBook:
+class FlushBook(RequestBook[Flush]):
     def __init__(
         self, ctx: DirContext, watches: Watches, now: Callable[[], float] = time.monotonic
     ) -> None:
-        self.ctx = ctx
-        self.watches = watches
-        self.now = now
-        self.tracked: dict[str, Flush] = {}
-        self.by_id: dict[int, str] = {}
+        super().__init__(ctx, watches, now)
         # Files not to submit again before a time, unless they change: name -> (version, t).
         self.held: dict[str, tuple[Version | None, float]] = {}
-
-    @property
-    def directory(self) -> str:
-        return str(self.ctx.paths.base)
 
     def path_of(self, name: str) -> str:
         return str(self.ctx.paths.out / name)
@@ -127,19 +119,6 @@ class FlushBook:
             "group": group,
         }
 
-    def _track(self, flush: Flush, row: Request) -> None:
-        flush.request_id = row.id
-        flush.foreign = row.path != self.path_of(flush.name)
-        self.tracked[flush.name] = flush
-        self.by_id[row.id] = flush.name
-        self.watches.add(row.id)
-
-    def _forget(self, flush: Flush) -> None:
-        self.tracked.pop(flush.name, None)
-        if flush.request_id is not None:
-            self.by_id.pop(flush.request_id, None)
-            self.watches.discard(flush.request_id)
-
     def _hold(self, name: str, version: Version | None, delay: float, why: str) -> None:
         if name not in self.held:
             log.error("endit.flush_held", directory=self.directory, pnfsid=name, error=why)
@@ -166,16 +145,7 @@ class FlushBook:
     async def finished(self, rows: list[Request]) -> list[str]:
         """Act on finished migrations; return the names to submit again."""
         again: list[str] = []
-        for row in rows:
-            name = self.by_id.get(row.id)
-            flush = self.tracked.get(name) if name is not None else None
-            if flush is None:
-                continue
-            if State(row.state).is_open:
-                self.watches.discard(row.id)
-                self.watches.add(row.id)
-                continue
-            self._forget(flush)
+        for flush, row in self._closed(rows):
             if await self._outcome(flush, row):
                 again.append(flush.name)
         return again

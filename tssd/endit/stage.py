@@ -22,7 +22,7 @@ import structlog
 
 from tssd.db.models import OPEN_STATES, Kind, Request, State, utcnow
 from tssd.endit import protocol
-from tssd.endit.context import DirContext, Watches, in_thread
+from tssd.endit.context import DirContext, RequestBook, Watches, in_thread
 from tssd.endit.protocol import RequestFile, Version
 from tssd.errors import InvalidRequest, TssdError
 from tssd.submit import SubmitSpec, parse_submit
@@ -42,15 +42,11 @@ class Stage:
     gone_since: float | None = None
 
 
-class StageBook:
+class StageBook(RequestBook[Stage]):
     def __init__(
         self, ctx: DirContext, watches: Watches, now: Callable[[], float] = time.monotonic
     ) -> None:
-        self.ctx = ctx
-        self.watches = watches
-        self.now = now
-        self.tracked: dict[str, Stage] = {}
-        self.by_id: dict[int, str] = {}
+        super().__init__(ctx, watches, now)
         self.waiting: dict[str, Stage] = {}
         self.rejected: list[tuple[Stage, int, str]] = []
         self.reported: dict[str, Version | None] = {}
@@ -62,10 +58,6 @@ class StageBook:
         self.delivered: set[str] = set()
         self.outstanding = 0  # bytes recorded for in/ and not yet delivered
         self.paused = False
-
-    @property
-    def directory(self) -> str:
-        return str(self.ctx.paths.base)
 
     def path_of(self, name: str) -> str:
         return str(self.ctx.paths.inbox / name)
@@ -181,22 +173,15 @@ class StageBook:
             **self.ctx.common(),
         }
 
-    def _track(self, stage: Stage, row: Request) -> None:
-        stage.request_id = row.id
-        stage.foreign = row.path != self.path_of(stage.name)
-        self.tracked[stage.name] = stage
-        self.by_id[row.id] = stage.name
-        self.watches.add(row.id)
-        if not stage.foreign:
-            self.outstanding += stage.size
+    def _track(self, item: Stage, row: Request) -> None:
+        super()._track(item, row)
+        if not item.foreign:
+            self.outstanding += item.size
 
-    def _forget(self, stage: Stage) -> None:
-        self.tracked.pop(stage.name, None)
-        if stage.request_id is not None:
-            self.by_id.pop(stage.request_id, None)
-            self.watches.discard(stage.request_id)
-        if not stage.foreign:
-            self.outstanding = max(0, self.outstanding - stage.size)
+    def _forget(self, item: Stage) -> None:
+        super()._forget(item)
+        if not item.foreign:
+            self.outstanding = max(0, self.outstanding - item.size)
 
     async def _admit(self) -> list[Stage]:
         if not self.waiting:
@@ -272,17 +257,7 @@ class StageBook:
                 log.info("endit.orphan_removed", directory=self.directory, pnfsid=name)
 
     async def finished(self, rows: list[Request]) -> None:
-        for row in rows:
-            name = self.by_id.get(row.id)
-            stage = self.tracked.get(name) if name is not None else None
-            if stage is None:
-                continue
-            if State(row.state).is_open:
-                # Retried by an operator, or found open by a reconciliation: keep watching.
-                self.watches.discard(row.id)
-                self.watches.add(row.id)
-                continue
-            self._forget(stage)
+        for stage, row in self._closed(rows):
             await self._outcome(stage, row)
 
     async def _outcome(self, stage: Stage, row: Request) -> None:
