@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from tssd.background import running
 from tssd.db.engine import DatabaseError
 
 log = structlog.get_logger()
@@ -148,12 +149,8 @@ async def depth_sampler(activity: Activity, counts: Counts) -> AsyncIterator[Non
                 log.warning("status.depth_sample_failed", error=str(exc)[:200])
             await asyncio.sleep(activity.depth_every_s)
 
-    task = asyncio.create_task(loop(), name="depth-sampler")
-    try:
+    async with running(loop(), "depth-sampler"):
         yield
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 def percentile(values: Iterable[float], q: float) -> float | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 import structlog
 
 from tssd.backends.base import Sink, Source
+from tssd.background import running
 from tssd.config import Settings
 from tssd.db.engine import DatabaseError
 from tssd.db.lookups import unclaimed_recalls
@@ -146,10 +147,5 @@ async def reaper(
 ) -> AsyncIterator[Reaper]:
     """Run the :class:`Reaper` for the duration of the ``async with`` block."""
     job = Reaper(store, FileMovers(settings), metrics, settings.delivery.claim_timeout_s)
-    task = asyncio.create_task(job.run(), name="delivery-reaper")
-    try:
+    async with running(job.run(), "delivery-reaper"):
         yield job
-    finally:
-        task.cancel()
-        with suppress(asyncio.CancelledError):
-            await task

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
 import structlog
 
+from tssd.background import running
 from tssd.db.admin import aware
 from tssd.db.engine import DatabaseError
 from tssd.db.gauges import pauses_and_mounts
@@ -66,10 +67,5 @@ async def database_gauges(services: Services, every_s: float = REFRESH_S) -> Asy
                 log.warning("metrics.refresh_failed", error=str(exc))
             await asyncio.sleep(every_s)
 
-    task = asyncio.create_task(loop(), name="metrics-db")
-    try:
+    async with running(loop(), "metrics-db"):
         yield
-    finally:
-        task.cancel()
-        with suppress(asyncio.CancelledError):
-            await task

@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tssd.safepath",
             "tssd.ownership",
             "tssd.retry",
+            "tssd.background",
             "tssd.submit",
             "tssd.bodies",
             "tssd.shim.names",  # the name patterns; the rest of tssd.shim is a client

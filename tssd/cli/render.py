@@ -73,6 +73,17 @@ def parse_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def when(value: Any) -> str:
+    """A time as ``HH:MM:SS`` today, else ``MM-DD HH:MM`` (UTC)."""
+    stamp = parse_time(value)
+    if stamp is None:
+        return NONE
+    stamp = stamp.astimezone(UTC)
+    if stamp.date() == datetime.now(UTC).date():
+        return stamp.strftime("%H:%M:%S")
+    return stamp.strftime("%m-%d %H:%M")
+
+
 def age(value: Any, now: datetime | None = None) -> str:
     when = parse_time(value)
     if when is None:

@@ -8,7 +8,7 @@ colour).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any
 
 from rich import box
@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from tssd.cli.render import NONE, human_duration, human_size, parse_time
+from tssd.cli.render import NONE, human_duration, human_size, parse_time, when
 
 BAR = 10
 STATE_STYLE = {"busy": "bold green", "mounting": "yellow", "mounted": "cyan", "empty": "dim",
@@ -182,23 +182,13 @@ def mounts_table(mounts: list[dict[str, Any]]) -> Table:
             escape(m["drive"]),
             escape(m["volume"]),
             escape(m.get("purpose") or NONE),
-            _clock(m.get("requested_at")),
+            when(m.get("requested_at")),
             "open" if m.get("open") else _short_duration(m.get("session_s")),
             str(m["files"]),
             human_size(m["bytes"]),
             NONE if eff is None else f"{100 * eff:.0f}%",
         )
     return t
-
-
-def _clock(value: Any) -> str:
-    stamp = parse_time(value)
-    if stamp is None:
-        return NONE
-    stamp = stamp.astimezone(UTC)
-    if stamp.date() == datetime.now(UTC).date():
-        return stamp.strftime("%H:%M:%S")
-    return stamp.strftime("%m-%d %H:%M")
 
 
 def _foot(totals: dict[str, Any], plain: bool) -> Text:

@@ -18,6 +18,7 @@ from tssd.cli.render import (
     key_values,
     parse_time,
     table,
+    when,
 )
 from tssd.scheduler.rules import RULES as WHY_RULES
 
@@ -45,17 +46,6 @@ def seconds(value: float | None) -> str:
     if value is None:
         return NONE
     return f"{value:.1f}s" if value < 60 else human_duration(value)
-
-
-def when(value: Any) -> str:
-    """A time as ``HH:MM:SS`` today, else ``MM-DD HH:MM`` (UTC)."""
-    stamp = parse_time(value)
-    if stamp is None:
-        return NONE
-    stamp = stamp.astimezone(UTC)
-    if stamp.date() == datetime.now(UTC).date():
-        return stamp.strftime("%H:%M:%S")
-    return stamp.strftime("%m-%d %H:%M")
 
 
 # --- queues and drives -----------------------------------------------------------------

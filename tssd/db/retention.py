@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import cast
 
@@ -21,6 +21,7 @@ from sqlalchemy import Table, delete, func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from tssd.background import running
 from tssd.db.models import TERMINAL_STATES, Request, RequestEvent, utcnow
 
 log = structlog.get_logger()
@@ -94,10 +95,5 @@ async def retention(
                 log.warning("retention.failed", error=str(exc)[:200])
             await asyncio.sleep(every_s)
 
-    task = asyncio.create_task(loop(), name="retention")
-    try:
+    async with running(loop(), "retention"):
         yield
-    finally:
-        task.cancel()
-        with suppress(asyncio.CancelledError):
-            await task
