@@ -145,44 +145,31 @@ def effective_priority(
     return tape.max_priority() + (best or 0)
 
 
+@dataclass(frozen=True, slots=True)
+class _Due:
+    """A tape against the latency targets of the queues it may read."""
+
+    #: Earliest deadline of its target-bearing requests (``inf``: none).
+    deadline: float = math.inf
+    #: Drive time from a drive changing tapes until they are read (:func:`reach_s`).
+    reach: float = 0.0
+    #: The last plan would finish them after the deadline.
+    late: bool = False
+
+
+_NOT_DUE = _Due()
+
+
 def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     """Hold *tape* by a named rule, or rank it for the next free drive."""
     s = ctx.settings
     mounted = tape.volume in ctx.mounted
     total, mount_s = service_s(tape, ctx.profile, mounted=mounted)
-    if ctx.queues:
-        unpaused = {q for q in tape.queues if not ctx.queues.get(q, NO_POLICY).paused}
-        room = {q for q in unpaused if _has_room(q, ctx)}
-        extra = effective_priority(tape, ctx.queues, room or unpaused) - tape.max_priority()
-    else:  # no queue configured: the common case, kept cheap for large queues
-        unpaused = room = set(tape.queues)
-        extra = 0
-    priority = tape.max_priority() + extra if s.priority_weight else 0
-    # A tape holding requests of a target-bearing queue that the last plan would finish
-    # after the oldest one's deadline is urgent work, due at once (docs/scheduling.md).
-    # Once late it stays so: promoted, its planned start moves up and the test would flip.
-    # Only the queues it may read count: a paused queue's target makes nothing urgent.
-    targets = {q: t for q, t in ctx.targets.items() if q in unpaused} if ctx.targets else {}
-    deadline = target_deadline(tape, targets) if targets else math.inf
-    # A session serves the target-bearing requests first (or places them before their
-    # deadline), so what must fit before the deadline is reaching them, not the session.
-    reach = min(total, reach_s(tape, targets, ctx.profile, mount_s)) if deadline < math.inf else 0.0
-    late = deadline < math.inf and (
-        tape.volume in ctx.late or ctx.starts.get(tape.volume, ctx.now) + reach > deadline
-    )
-    if late:
+    unpaused, room, priority = _standing(tape, ctx)
+    due = _due(tape, ctx, unpaused, total, mount_s)
+    if due.late:
         priority = max(priority, 1)
-    # Higher-priority requests on a tape that needs a mount wait a little, so that the
-    # next ones for it share the mount; meanwhile the tape leads the ordinary work. With
-    # a target the wait is the target's: while the next drive to change tapes would still
-    # reach them before the deadline, this one need not take them; not once the plan
-    # finds the tape late (that next drive goes to other tapes first: waiting, a late
-    # tape kept rank 0, so it neither went first nor asked a target preemption).
-    if deadline < math.inf:
-        arrives = ctx.next_free + reach + handover_s(ctx.profile)
-        batching = priority > 0 and not mounted and arrives < deadline and not late
-    else:
-        batching = priority > 0 and not mounted and ctx.now < urgent_since(tape) + s.urgent_batch_s
+    batching = _batching(tape, ctx, priority, mounted, due)
     rank = 0 if batching else priority
     small = tape.bytes < s.fill_bytes and len(tape) < s.fill_files
     queue = max(room or unpaused or tape.queues, key=lambda q: (tape.queues[q], q), default="")
@@ -191,37 +178,102 @@ def evaluate(tape: TapeQueue, ctx: Context) -> Verdict:
     # while it reads (an urgent request of another queue joins the running session
     # instead of waiting for its end; paused queues the runner leaves out).
     reads = frozenset(room) if room != unpaused or not room else None
-
-    def held(rule: str) -> Verdict:
-        return Verdict(tape.volume, rule, rank, total, mount_s, (), reads, queue)
-
     age = max(0.0, ctx.now - tape.oldest())
     facts = Facts(tape, ctx, mounted, unpaused, room, priority, small, age)
     for name, test in _HOLD_TESTS:
         if test(facts):
-            return held(name)
+            return Verdict(tape.volume, name, rank, total, mount_s, (), reads, queue)
+    key = _key(
+        tape, ctx, total, age, mounted=mounted, rank=rank, due=due, first=batching and not small
+    )
+    return Verdict(
+        tape.volume, "", rank, total, mount_s, key, reads, queue, due.late, due.deadline, due.reach
+    )
+
+
+def _standing(tape: TapeQueue, ctx: Context) -> tuple[set[str], set[str], int]:
+    """(The queues of *tape* not paused, those of them with a drive to spare, its
+    effective priority: 0 when ``priority_weight`` is off)."""
+    if ctx.queues:
+        unpaused = {q for q in tape.queues if not ctx.queues.get(q, NO_POLICY).paused}
+        room = {q for q in unpaused if _has_room(q, ctx)}
+        extra = effective_priority(tape, ctx.queues, room or unpaused) - tape.max_priority()
+    else:  # no queue configured: the common case, kept cheap for large queues
+        unpaused = room = set(tape.queues)
+        extra = 0
+    priority = tape.max_priority() + extra if ctx.settings.priority_weight else 0
+    return unpaused, room, priority
+
+
+def _due(tape: TapeQueue, ctx: Context, unpaused: set[str], total: float, mount_s: float) -> _Due:
+    """*tape* against its readable queues' targets (docs/scheduling.md): late when the
+    last plan would finish them after the oldest one's deadline, urgent work then, due at
+    once. Once late it stays so: promoted, its planned start moves up and the test would
+    flip. Only the queues it may read count: a paused queue's target makes nothing urgent.
+    """
+    targets = {q: t for q, t in ctx.targets.items() if q in unpaused} if ctx.targets else {}
+    deadline = target_deadline(tape, targets) if targets else math.inf
+    if deadline == math.inf:
+        return _NOT_DUE
+    # A session serves the target-bearing requests first (or places them before their
+    # deadline), so what must fit before the deadline is reaching them, not the session.
+    reach = min(total, reach_s(tape, targets, ctx.profile, mount_s))
+    late = tape.volume in ctx.late or ctx.starts.get(tape.volume, ctx.now) + reach > deadline
+    return _Due(deadline, reach, late)
+
+
+def _batching(tape: TapeQueue, ctx: Context, priority: int, mounted: bool, due: _Due) -> bool:
+    """Whether *tape*'s higher-priority requests still wait for company.
+
+    They wait a little when the tape needs a mount, so that the next ones for it share
+    the mount; meanwhile the tape leads the ordinary work. With a target the wait is the
+    target's: while the next drive to change tapes would still reach them before the
+    deadline, this one need not take them; not once the plan finds the tape late (that
+    next drive goes to other tapes first: waiting, a late tape kept rank 0, so it neither
+    went first nor asked a target preemption).
+    """
+    if priority <= 0 or mounted:
+        return False
+    if due.deadline < math.inf:
+        arrives = ctx.next_free + due.reach + handover_s(ctx.profile)
+        return arrives < due.deadline and not due.late
+    return ctx.now < urgent_since(tape) + ctx.settings.urgent_batch_s
+
+
+def _key(
+    tape: TapeQueue,
+    ctx: Context,
+    total: float,
+    age: float,
+    *,
+    mounted: bool,
+    rank: int,
+    due: _Due,
+    first: bool,
+) -> tuple[float, ...]:
+    """The order of an eligible tape among the others, least first (module docstring)."""
+    s = ctx.settings
     overdue = age >= s.max_wait_s
     value = tape.bytes * (1.0 + s.age_weight * min(1.0, age / max(s.max_wait_s, 1e-9)))
     rate = value / max(total, 1e-9)
     band = math.floor(math.log(max(rate, 1.0), 1.1))
-    key = (
+    return (
         0.0 if overdue else 1.0,
         -age if overdue else 0.0,
         -float(rank),
         0.0 if mounted else 1.0,
-        # Tapes worth a mount of their own that hold higher-priority requests not due yet:
-        # their mount serves those at no extra cost (the oldest first).
-        urgent_since(tape) if batching and not small else math.inf,
+        # Tapes worth a mount of their own that hold higher-priority requests not due yet
+        # (*first*): their mount serves those at no extra cost (the oldest first).
+        urgent_since(tape) if first else math.inf,
         # Late tapes by their last moment to start (deadline first, EDF): the drive a
         # target preemption frees goes to the tape it was freed for.
-        deadline - reach if late and rank > 0 else math.inf,
+        due.deadline - due.reach if due.late and rank > 0 else math.inf,
         # Urgent tapes shortest first: a drive visits those with little else queued and
         # ends with one it then reads through; ordinary ones by value, longest first.
         0.0 if rank > 0 else -float(band),
         total if rank > 0 else -total,
         float(zlib.crc32(tape.volume.encode())),
     )
-    return Verdict(tape.volume, "", rank, total, mount_s, key, reads, queue, late, deadline, reach)
 
 
 def handover_s(profile: Profile) -> float:
