@@ -108,14 +108,10 @@ def http_server(tmp_path: Path) -> Iterator[Path]:
                 conn, _ = server.accept()
             except TimeoutError:
                 continue
-            with conn:
+            with conn, conn.makefile("rb") as request:
                 conn.settimeout(5)
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(4096)
-                    if not chunk:
-                        break
-                    data += chunk
+                while request.readline() not in (b"\r\n", b""):  # the head; no body is sent
+                    pass
                 conn.sendall(reply)
 
     thread = threading.Thread(target=serve, daemon=True)
