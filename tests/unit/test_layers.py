@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tssd.config",
             "tssd.clock",
             "tssd.logs",
+            "tssd.log_events",  # the declarations of the log events (reference pages)
             "tssd.metrics",
             "tssd.files",
             "tssd.safepath",
@@ -47,6 +48,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("serving", ("tssd.api", "tssd.endit", "tssd.delivery")),
     ("app", ("tssd.app", "tssd.simulate")),
     ("clients", ("tssd.cli", "tssd.shim", "tssd.hsm", "tssd.wire", "tssd.testing")),
+    # The reference pages are generated from every layer's declarations.
+    ("reference", ("tssd.reference",)),
 )
 
 

@@ -1,0 +1,31 @@
+"""docs/reference/settings.md: every setting with its default, from the settings dataclasses."""
+
+from __future__ import annotations
+
+from tssd.config import Settings
+from tssd.config.render import SAMPLE_QUEUES, _toml_value, describe
+from tssd.reference.table import table
+
+
+def render() -> str:
+    sections: dict[str, list[tuple[str, str, str]]] = {}
+    for key, value, _, doc in describe(Settings()):
+        section, _, name = key.rpartition(".")
+        sections.setdefault(section or "(top level)", []).append(
+            (f"`{name or key}`", f"`{_toml_value(value)}`", doc)
+        )
+    parts = [
+        "# Settings\n\n"
+        "Every setting of `tssd serve`, with its default. They are read from the TOML file "
+        "named by `--config` or `TSSD_CONFIG` (a section per table below) and overridden by "
+        "environment variables `TSSD_<SECTION>_<KEY>`. `tssd config` prints the settings in "
+        "force and where each came from; `tssd config --sample` prints this list as a "
+        "commented configuration file (`deploy/tssd.toml`).\n"
+    ]
+    for section, rows in sections.items():
+        title = section if section == "(top level)" else f"[{section}]"
+        parts.append(f"\n## {title}\n\n" + table(("key", "default", "meaning"), rows))
+    lines = SAMPLE_QUEUES.strip("\n").splitlines()
+    queues = "\n".join(line.removeprefix("#").removeprefix(" ") for line in lines)
+    parts.append(f"\n## [[queues]]\n\n```toml\n{queues}\n```\n")
+    return "".join(parts)
