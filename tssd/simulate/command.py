@@ -12,7 +12,7 @@ from tssd.scheduler.policy import get_policy
 from tssd.simulate.bound import lower_bound
 from tssd.simulate.campaign import copies_by_pnfsid, load_catalog_rows, load_requests
 from tssd.simulate.report import build_report, plot
-from tssd.simulate.runner import Options, run_campaign, simulation_settings
+from tssd.simulate.runner import Options, Outcome, run_campaign, simulation_settings
 from tssd.simulate.vloop import run_virtual
 from tssd.tape.geometry import PROFILES, get_profile
 
@@ -23,6 +23,16 @@ def list_profiles() -> dict[str, Any]:
 
 def simulate(options: Options, report_path: Path | None, plot_path: Path | None) -> dict[str, Any]:
     """Run the campaign; return the report (also written to *report_path* when given)."""
+    outcome, report = run(options)
+    if report_path is not None:
+        report_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if plot_path is not None:
+        plot(outcome, report, plot_path)
+    return report
+
+
+def run(options: Options) -> tuple[Outcome, dict[str, Any]]:
+    """Run the campaign; return what it did and its report."""
     profile = get_profile(options.profile)
     get_policy(options.policy)
     arrivals = load_requests(options.requests)
@@ -38,9 +48,4 @@ def simulate(options: Options, report_path: Path | None, plot_path: Path | None)
         arrivals, copies_by_pnfsid(rows), profile, options.drives, options.robot_arms, layout
     )
     outcome = run_virtual(lambda: run_campaign(options, arrivals, catalog_text))
-    report = build_report(options, outcome, bound.value)
-    if report_path is not None:
-        report_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    if plot_path is not None:
-        plot(outcome, report, plot_path)
-    return report
+    return outcome, build_report(options, outcome, bound.value)
