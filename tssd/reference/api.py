@@ -27,7 +27,7 @@ def _schema_rows(schema: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     for name, prop in schema.get("properties", {}).items():
         kind = prop.get("type") or prop.get("$ref", "").rsplit("/", 1)[-1] or "any"
         limits = ", ".join(
-            f"{key} {prop[key]}"
+            f"{key} {prop[key]:,}" if isinstance(prop[key], int) else f"{key} {prop[key]}"
             for key in ("minimum", "maximum", "minLength", "maxLength", "maxItems", "pattern")
             if key in prop
         )

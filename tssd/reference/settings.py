@@ -7,12 +7,19 @@ from tssd.config.render import SAMPLE_QUEUES, _toml_value, describe
 from tssd.reference.table import table
 
 
+def _default(value: object) -> str:
+    # 67_108_864 is the same TOML integer as 67108864, and readable.
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000:
+        return f"{value:_}"
+    return _toml_value(value)
+
+
 def render() -> str:
     sections: dict[str, list[tuple[str, str, str]]] = {}
     for key, value, _, doc in describe(Settings()):
         section, _, name = key.rpartition(".")
         sections.setdefault(section or "(top level)", []).append(
-            (f"`{name or key}`", f"`{_toml_value(value)}`", doc)
+            (f"`{name or key}`", f"`{_default(value)}`", doc)
         )
     parts = [
         "# Settings\n\n"
