@@ -14,7 +14,7 @@ from tssd.clock import RealClock
 from tssd.config import EnditDirectory, Settings
 from tssd.db.store import RequestStore
 from tssd.endit.context import DirContext
-from tssd.endit.protocol import EnditPaths
+from tssd.endit.dirs import EnditPaths
 from tssd.endit.worker import DirectoryWorker
 from tssd.errors import ConfigError
 from tssd.metrics import Metrics
@@ -23,14 +23,24 @@ from tssd.retry import Retrier, RetryPolicy
 log = structlog.get_logger()
 
 
-def _paths(directory: EnditDirectory, seen: set[Path]) -> EnditPaths:
+def _paths(directory: EnditDirectory, seen: set[Path], metrics: Metrics) -> EnditPaths:
+    """The directory resolved once and held open: later symlink swaps lead nowhere."""
     if not directory.path:
         raise ConfigError("endit.directories: every directory needs a path")
     base = Path(directory.path).expanduser().resolve()
     if base in seen:
         raise ConfigError(f"endit.directories: {base} is listed twice")
     seen.add(base)
-    return EnditPaths(base)
+
+    def refused(subdir: str) -> None:
+        metrics.endit.dirs_refused.labels(directory=str(base), subdir=subdir).inc()
+
+    try:
+        paths = EnditPaths(base, on_refused=refused)
+    except OSError as exc:
+        raise ConfigError(f"endit.directories: cannot open {base}: {exc.strerror or exc}") from exc
+    log.info("endit.root_opened", directory=directory.path, resolved=str(base))
+    return paths
 
 
 @asynccontextmanager
@@ -41,11 +51,19 @@ async def endit_intake(
     b = settings.backend
     retrier = Retrier(RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s), metrics, RealClock())
     seen: set[Path] = set()
+    opened: list[EnditPaths] = []
+    try:
+        for d in settings.endit.directories:
+            opened.append(_paths(d, seen, metrics))
+    except BaseException:
+        for paths in opened:
+            paths.close()
+        raise
     workers = [
         DirectoryWorker(
             DirContext(
                 store,
-                _paths(d, seen),
+                paths,
                 d,
                 settings.endit,
                 d.queue or settings.scheduler.default_queue,
@@ -54,7 +72,7 @@ async def endit_intake(
             backend,
             retrier,
         )
-        for d in settings.endit.directories
+        for d, paths in zip(settings.endit.directories, opened, strict=True)
     ]
     tasks = [asyncio.create_task(w.run(), name=f"endit:{w.directory}") for w in workers]
     try:
@@ -63,5 +81,7 @@ async def endit_intake(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for paths in opened:
+            paths.close()
         if workers:
             log.info("endit.stopped", directories=len(workers))
