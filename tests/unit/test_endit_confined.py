@@ -9,6 +9,7 @@ models ENDIT's own daemon, neicnordic/endit ``tsmretriever.pl``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -20,17 +21,21 @@ from structlog.testing import capture_logs
 
 from tests.unit.test_endit_worker import (
     PNFSID,
+    FakeBackend,
     finish,
     make_worker,
     requests,
     stage_request,
 )
+from tssd.config import EnditDirectory, EnditSettings, Settings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import State
 from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
 from tssd.endit.dirs import EnditPaths
+from tssd.endit.service import endit_intake
 from tssd.endit.worker import DirectoryWorker
+from tssd.metrics import Metrics
 
 OTHER = f"{PNFSID[:-1]}7"
 
@@ -281,3 +286,36 @@ async def test_a_remove_naming_another_instance_is_reported(
     said = [e for e in logs if e["event"] == "endit.instance_mismatch"]
     assert [(e["hsm_name"], e["uri_instances"]) for e in said] == [("pool1", ["pool9"])]
     assert len(await requests(store, "remove")) == 2  # dCache asked: removed all the same
+
+
+async def test_base_created_after_start_is_opened_then(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    link = tmp_path / "configured"
+    link.symlink_to(real, target_is_directory=True)
+    paths = EnditPaths(link)  # the pool's directory is not there yet
+    assert paths.listing("in") is None
+    (real / "in").mkdir(parents=True)
+    (real / "in" / PNFSID).write_text("x")
+    with capture_logs() as logs:
+        listing = paths.listing("in")
+    assert listing is not None and listing.files == {PNFSID}
+    [opened] = [e for e in logs if e["event"] == "endit.root_opened"]
+    assert opened["resolved"] == str(real)
+    paths.close()
+
+
+async def test_a_refused_directory_is_counted_by_the_daemon(
+    store: RequestStore, base: Path, elsewhere: Path
+) -> None:
+    swap_for_symlink(base, "request", elsewhere)
+    settings = Settings(
+        endit=EnditSettings(directories=(EnditDirectory(path=str(base)),), inotify=False)
+    )
+    metrics = Metrics()
+    labels = {"directory": str(base), "subdir": "request"}
+    async with endit_intake(settings, store, FakeBackend(), metrics):  # type: ignore[arg-type]
+        for _ in range(500):
+            if metrics.registry.get_sample_value("tssd_endit_dirs_refused_total", labels):
+                break
+            await asyncio.sleep(0.02)
+    assert metrics.registry.get_sample_value("tssd_endit_dirs_refused_total", labels) == 1.0

@@ -2,7 +2,8 @@
 
 The pool's user (or anyone who can write there) may replace ``in/``, ``out/``,
 ``request/`` or ``trash/`` by a symlink, or plant one at a name tssd writes. So the base
-directory is opened once, at start (its resolved path is logged), and every operation
+directory is opened once, at start (or when it first appears; the path it resolved to is
+logged as ``endit.root_opened``), and every operation
 goes through descriptors: each subdirectory is opened relative to the base with
 ``O_NOFOLLOW | O_DIRECTORY`` at each use (a symlinked subdirectory is refused, logged
 as ``endit.dir_refused`` and counted, never followed), files are opened relative to it
@@ -51,9 +52,11 @@ class EnditPaths:
 
     def __init__(self, base: Path | str, on_refused: Callable[[str], None] | None = None) -> None:
         self.base = Path(base)
-        self._fd = os.open(self.base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self._fd = -1
         self._on_refused = on_refused
         self._lock = threading.Lock()
+        with contextlib.suppress(OSError):  # absent: opened when it appears
+            self._root()
         self._refused: set[str] = set()  # subdirectories refused, logged once until fixed
         self._others: dict[str, set[str]] = {s: set() for s in SUBDIRS}  # logged once
 
@@ -74,9 +77,18 @@ class EnditPaths:
         return self.base / "trash"
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    def _root(self) -> int:
+        """The base directory's descriptor, opened on the first call that finds it."""
+        with self._lock:
+            if self._fd < 0:
+                self._fd = os.open(self.base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                log.info("endit.root_opened", directory=str(self.base), resolved=_where(self._fd))
+            return self._fd
 
     # -- subdirectories ----------------------------------------------------------------
 
@@ -84,7 +96,7 @@ class EnditPaths:
     def opened(self, sub: str) -> Iterator[int]:
         """A descriptor of the subdirectory *sub*, closed on exit."""
         try:
-            fd = safepath.open_subdir(self._fd, sub)
+            fd = safepath.open_subdir(self._root(), sub)
         except safepath.UnsafePath as exc:
             self._refuse(sub)
             where = str(self.base / sub)
@@ -210,3 +222,11 @@ class EnditPaths:
                 with contextlib.suppress(OSError):
                     os.unlink(temp, dir_fd=parent)
                 raise
+
+
+def _where(fd: int) -> str:
+    """The path the kernel has for the directory *fd* (what a symlinked path led to)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return "?"

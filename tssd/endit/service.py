@@ -35,12 +35,7 @@ def _paths(directory: EnditDirectory, seen: set[Path], metrics: Metrics) -> Endi
     def refused(subdir: str) -> None:
         metrics.endit.dirs_refused.labels(directory=str(base), subdir=subdir).inc()
 
-    try:
-        paths = EnditPaths(base, on_refused=refused)
-    except OSError as exc:
-        raise ConfigError(f"endit.directories: cannot open {base}: {exc.strerror or exc}") from exc
-    log.info("endit.root_opened", directory=directory.path, resolved=str(base))
-    return paths
+    return EnditPaths(base, on_refused=refused)
 
 
 @asynccontextmanager
@@ -51,14 +46,7 @@ async def endit_intake(
     b = settings.backend
     retrier = Retrier(RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s), metrics, RealClock())
     seen: set[Path] = set()
-    opened: list[EnditPaths] = []
-    try:
-        for d in settings.endit.directories:
-            opened.append(_paths(d, seen, metrics))
-    except BaseException:
-        for paths in opened:
-            paths.close()
-        raise
+    opened = [_paths(d, seen, metrics) for d in settings.endit.directories]
     workers = [
         DirectoryWorker(
             DirContext(
