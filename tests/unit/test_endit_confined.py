@@ -319,3 +319,41 @@ async def test_a_refused_directory_is_counted_by_the_daemon(
                 break
             await asyncio.sleep(0.02)
     assert metrics.registry.get_sample_value("tssd_endit_dirs_refused_total", labels) == 1.0
+
+
+async def test_a_refused_request_directory_cancels_nothing(
+    store: RequestStore, base: Path, tmp_path: Path
+) -> None:
+    worker = make_worker(store, base, cancel_grace_s=0.0)
+    stage_request(base, PNFSID, 4)
+    await passes(worker, 1)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (base / "request" / PNFSID).unlink()
+    swap_for_symlink(base, "request", empty)
+    await passes(worker)
+    [row] = await requests(store, "recall")
+    assert row.state == State.QUEUED  # an unreadable request/ says nothing about its files
+
+
+async def test_directories_of_one_instance_name_share_the_files(
+    store: RequestStore, base: Path, tmp_path: Path
+) -> None:
+    """Pools that stage each other's files use one HSM instance name (dCache's
+    ``HsmSet.getInstanceName`` routes a stage by the URI's authority): a file flushed
+    through one directory is recalled into the other one that asks."""
+    other = tmp_path / "pool2"
+    for sub in ("in", "out", "request", "trash"):
+        (other / sub).mkdir(parents=True)
+    first, second = make_worker(store, base), make_worker(store, other)  # both "pool1"
+    body = {"file_size": 4, "storage_class": "atlas:tape@osm", "action": "migrate"}
+    (base / "request" / PNFSID).write_text(json.dumps(body))
+    (base / "out" / PNFSID).write_bytes(b"data")
+    await passes(first, 1)
+    [flush] = await requests(store, "migrate")
+    await finish(store, flush, State.DONE)
+    stage_request(other, PNFSID, 4)
+    await passes(second, 1)
+    [recall] = await requests(store, "recall")
+    assert recall.path == str(other / "in" / PNFSID)
+    assert recall.hsm_instance == flush.hsm_instance == "pool1"

@@ -130,13 +130,12 @@ class DirectoryWorker:
         )
         # A subdirectory that cannot be read (absent, refused) says nothing about its files.
         listing = {s: f.files for s, f in found.items() if f is not None}
+        inbox = listing.pop("in", None)
         request = listing.get("request")
         if request is not None:
             self.stages.absent(request)
-            inbox = listing.pop("in", None)
             if inbox is not None:
                 self.stages.strays(inbox - request)
-        listing.pop("in", None)
         if "out" in listing:
             await self.flushes.vanished(listing["out"])
         await self.handle(listing)
