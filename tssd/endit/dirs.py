@@ -55,10 +55,10 @@ class EnditPaths:
         self._fd = -1
         self._on_refused = on_refused
         self._lock = threading.Lock()
-        with contextlib.suppress(OSError):  # absent: opened when it appears
-            self._root()
         self._refused: set[str] = set()  # subdirectories refused, logged once until fixed
         self._others: dict[str, set[str]] = {s: set() for s in SUBDIRS}  # logged once
+        with contextlib.suppress(OSError):  # absent: opened when it appears
+            self._root()
 
     @property
     def inbox(self) -> Path:

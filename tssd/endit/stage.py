@@ -50,8 +50,9 @@ class StageBook(RequestBook[Stage]):
         self.waiting: dict[str, Stage] = {}
         self.rejected: list[tuple[Stage, int, str]] = []
         self.reported: dict[str, Version | None] = {}
-        # Delivered after the request file went: name -> when it went. Kept for the grace
-        # period (a pool restart re-issues the stage and takes the file), then unlinked.
+        # Delivered after the request file went: name -> when it went. Kept for
+        # endit.orphan_grace_s (the plugin moves a file it found complete 1 s after it
+        # deleted the request file), then unlinked: a cancelled stage leaves no file.
         self.orphans: dict[str, float] = {}
         # Delivered while the request file was still there: if it goes before the plugin
         # takes the file (a cancel that crossed the delivery), the file becomes an orphan.
@@ -111,8 +112,8 @@ class StageBook(RequestBook[Stage]):
     def strays(self, names: set[str]) -> None:
         """Files in ``in/`` without a request file: orphans, even ones from before a restart.
 
-        Removed when their request file stays away for the grace period (a stage dCache
-        cancelled for good leaves nothing in ``in/``); a re-issued stage takes them.
+        Removed when their request file stays away for ``endit.orphan_grace_s`` (a stage
+        dCache cancelled leaves nothing in ``in/``); a stage re-issued before takes them.
         """
         for name in names:
             if name not in self.tracked and name not in self.waiting:
