@@ -46,7 +46,8 @@ async def endit_intake(
     b = settings.backend
     retrier = Retrier(RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s), metrics, RealClock())
     seen: set[Path] = set()
-    opened = [_paths(d, seen, metrics) for d in settings.endit.directories]
+    # Opening a directory may block (NFS): off the event loop.
+    opened = [await asyncio.to_thread(_paths, d, seen, metrics) for d in settings.endit.directories]
     workers = [
         DirectoryWorker(
             DirContext(
