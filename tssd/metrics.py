@@ -210,3 +210,16 @@ class EnditMetrics:
             ["directory"],
             registry=r,
         )
+        self.stages_dropped = Counter(
+            "tssd_endit_stages_dropped",
+            "Stage requests dropped (request file deleted) because their pool process died.",
+            ["directory"],
+            registry=r,
+        )
+        self.dirs_refused = Counter(
+            "tssd_endit_dirs_refused",
+            "Times a subdirectory (in/, out/, request/, trash/) was found to be a symlink or "
+            "not a directory and refused (counted once until it is a directory again).",
+            ["directory", "subdir"],
+            registry=r,
+        )

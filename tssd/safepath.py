@@ -169,3 +169,32 @@ def _kind(mode: int) -> str:
         if test(mode):
             return name
     return "special file"
+
+
+def open_regular_at(parent: int, name: str) -> tuple[int, os.stat_result]:
+    """Open *name* in the directory *parent* for reading, as :func:`open_regular` does."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath(exc.errno, f"{name!r} is a symlink", name) from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(errno.EINVAL, f"not a regular file ({_kind(st.st_mode)})", name)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def open_subdir(parent: int, name: str) -> int:
+    """A descriptor of the directory *name* in *parent*; a symlink there is refused."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UnsafePath(exc.errno, f"{name!r} is a symlink or not a directory", name) from exc
+        raise

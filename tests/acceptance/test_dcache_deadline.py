@@ -240,14 +240,14 @@ def test_endit_file_left_in_in_without_a_request_is_removed_after_a_restart(
 ) -> None:
     """ENDIT: tssd delivered ``in/<id>`` and stopped; the provider cancelled the stage
     (request file deleted, neicnordic/dcache-endit-provider's cancel) for good. The new
-    daemon removes the file after ``endit.cancel_grace_s``; a file whose request file is
+    daemon removes the file after ``endit.orphan_grace_s``; a file whose request file is
     there stays for the provider to take."""
     base = tmp_path / "endit"
     for sub in ("in", "out", "request", "trash"):
         (base / sub).mkdir(parents=True)
     config = tmp_path / "tssd.toml"
     config.write_text(
-        f'[endit]\nrescan_s = 0.5\ncancel_grace_s = 1.0\n[[endit.directories]]\npath = "{base}"\n'
+        f'[endit]\nrescan_s = 0.5\norphan_grace_s = 1.0\n[[endit.directories]]\npath = "{base}"\n'
         'hsm_name = "pool1"\n'
     )
     gone, kept = pnfsid(7), pnfsid(8)

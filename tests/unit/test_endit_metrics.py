@@ -26,7 +26,7 @@ from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
 from tssd.endit import protocol
 from tssd.endit.context import DirContext
-from tssd.endit.protocol import EnditPaths
+from tssd.endit.dirs import EnditPaths
 from tssd.endit.worker import DirectoryWorker
 from tssd.metrics import Metrics
 from tssd.retry import Retrier, RetryPolicy

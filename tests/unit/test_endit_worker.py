@@ -28,7 +28,7 @@ from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
 from tssd.endit import protocol
 from tssd.endit.context import DirContext
-from tssd.endit.protocol import EnditPaths
+from tssd.endit.dirs import EnditPaths
 from tssd.endit.worker import DirectoryWorker
 from tssd.metrics import Metrics
 from tssd.retry import Retrier, RetryPolicy
@@ -139,7 +139,7 @@ async def test_deleted_request_is_cancelled_after_grace(store: RequestStore, bas
 async def test_cancel_that_crosses_the_delivery_leaves_no_file(
     store: RequestStore, base: Path
 ) -> None:
-    worker = make_worker(store, base, cancel_grace_s=0.0)
+    worker = make_worker(store, base, cancel_grace_s=0.0, orphan_grace_s=0.0)
     stage_request(base, PNFSID, 10)
     await worker.reconcile()
     await worker.after()
@@ -297,7 +297,7 @@ async def test_delivered_file_orphaned_across_a_restart_is_removed(
     (base / "in" / PNFSID).write_bytes(b"0123456789")
     (base / "in" / f"{PNFSID[:-1]}1").write_bytes(b"kept")
     stage_request(base, f"{PNFSID[:-1]}1", 4)  # still requested: the plugin takes it
-    worker = make_worker(store, base, cancel_grace_s=0.0)
+    worker = make_worker(store, base, orphan_grace_s=0.0)
     await worker.reconcile()
     await worker.after()
     assert not (base / "in" / PNFSID).exists()
@@ -308,7 +308,7 @@ async def test_stray_file_is_kept_while_its_stage_may_be_reissued(
     store: RequestStore, base: Path
 ) -> None:
     (base / "in" / PNFSID).write_bytes(b"0123456789")
-    worker = make_worker(store, base, cancel_grace_s=3600.0)
+    worker = make_worker(store, base, orphan_grace_s=3600.0)
     await worker.reconcile()
     await worker.after()
     assert (base / "in" / PNFSID).exists()  # a pool restart re-issues within the grace

@@ -365,8 +365,23 @@ class EnditSettings:
         default=120.0,
         metadata=_doc(
             "A recall whose request file is gone is cancelled after this long, so a pool "
-            "restart (request/ wiped, then re-issued) attaches to the running recall; a file "
-            "delivered to in/ whose request file went (a cancelled stage) is removed then."
+            "restart (request/ wiped, then re-issued) attaches to the running recall."
+        ),
+    )
+    orphan_grace_s: float = field(
+        default=10.0,
+        metadata=_doc(
+            "A file in in/ whose request file has been gone this long (a cancelled stage, "
+            "or a recall that finished after the cancel) is removed. The plugin deletes the "
+            "request file 1 s before it moves in/<id> into the pool: keep this well above."
+        ),
+    )
+    check_parent_pid: bool = field(
+        default=True,
+        metadata=_doc(
+            "Drop a stage request whose parent_pid (the pool process that wrote it) no "
+            "longer runs on this host, and delete its request file, as ENDIT's retriever "
+            "does. Off when tssd runs in another PID namespace than the pool."
         ),
     )
     min_free_percent: float = field(

@@ -12,7 +12,7 @@ from tssd.config import EnditDirectory, EnditSettings
 from tssd.db.lookups import requests_by_id
 from tssd.db.models import Request, State
 from tssd.db.store import RequestStore
-from tssd.endit.protocol import EnditPaths
+from tssd.endit.dirs import EnditPaths
 from tssd.metrics import EnditMetrics
 
 T = TypeVar("T")

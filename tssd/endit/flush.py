@@ -94,7 +94,7 @@ class FlushBook(RequestBook[Flush]):
         for name in names:
             if name in held:
                 version, until = held[name]
-                st = protocol.stat_version(paths.out / name)
+                st = protocol.stat_version(paths, "out", name)
                 if now < until and (version is None or st == version):
                     continue
             rf = protocol.read_request(paths, name)
@@ -156,7 +156,7 @@ class FlushBook(RequestBook[Flush]):
             same = row.result_adler32 == flush.adler32 and row.size == flush.size
             if flush.foreign and not same:
                 return True  # another file of that pnfsid went to tape: write this one
-            await in_thread(protocol.remove_file, self.ctx.paths.out / flush.name)
+            await in_thread(self.ctx.paths.unlink, "out", flush.name)
             self.ctx.count("flushes_acknowledged")
             log.info("endit.flushed", bfid=row.bfid, volume=row.volume, **fields)
             return False

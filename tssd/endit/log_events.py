@@ -15,9 +15,66 @@ EVENTS: tuple[LogEvent, ...] = (
         ("endit.orphan_removed",),
         "info",
         (
-            "a file in ENDIT `in/` whose request file stayed away for `endit.cancel_grace_s` was "
+            "a file in ENDIT `in/` whose request file stayed away for `endit.orphan_grace_s` was "
             "removed"
         ),
+    ),
+    LogEvent(
+        ("endit.orphan_remove_failed",),
+        "warning",
+        "such a file could not be removed (the next pass tries again)",
+        "check `in/`'s permissions",
+    ),
+    LogEvent(
+        ("endit.root_opened",),
+        "info",
+        (
+            "at start, an ENDIT base directory was opened; `resolved` is the directory tssd "
+            "serves until it stops, whatever the configured path later points to"
+        ),
+    ),
+    LogEvent(
+        ("endit.dir_refused",),
+        "error",
+        (
+            "`in/`, `out/`, `request/` or `trash/` of an ENDIT directory is a symlink or not a "
+            "directory: tssd does not follow it, and nothing in it is read, written or removed "
+            "until it is a directory again (logged once until then; "
+            "`tssd_endit_dirs_refused_total`)"
+        ),
+        "replace it by a real directory; find out who put the symlink there",
+    ),
+    LogEvent(
+        ("endit.not_a_file",),
+        "warning",
+        (
+            "an entry of an ENDIT subdirectory with a pnfsid name is not a regular file (a "
+            "directory, symlink, FIFO): ignored (logged once per name)"
+        ),
+        "remove it",
+    ),
+    LogEvent(
+        ("endit.stage_dropped",),
+        "warning",
+        (
+            "a stage request's `parent_pid` (the pool process that wrote it) no longer runs: its "
+            "request file was deleted, as ENDIT's retriever does, and a running recall for it is "
+            "cancelled after `endit.cancel_grace_s` (`tssd_endit_stages_dropped_total`)"
+        ),
+        (
+            "none if the pool was stopped; tssd in another PID namespace than the pool: set "
+            "`endit.check_parent_pid = false`"
+        ),
+    ),
+    LogEvent(
+        ("endit.instance_mismatch",),
+        "warning",
+        (
+            "a trash file's URI names another HSM instance than the directory's `hsm_name`: "
+            "dCache only hands a file to the instance its URI names, so `hsm_name` is not the "
+            "pool's instance name (the removal is recorded all the same)"
+        ),
+        "set `hsm_name` to the name in the pool's `hsm create` line",
     ),
     LogEvent(
         ("endit.started", "endit.stopped"),

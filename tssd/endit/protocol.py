@@ -9,7 +9,6 @@ sees them.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import json
@@ -17,16 +16,14 @@ import os
 import stat
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from tssd import safepath
+from tssd.endit.dirs import EnditPaths
 from tssd.errors import DestinationUnwritable, NoSpace, SourceUnreadable
 from tssd.files import CHUNK_SIZE, TEMP_SUFFIX, adler32_hex
 from tssd.shim.names import ADLER32, PNFSID
 
 ERR_SUFFIX = ".err"
-SUBDIRS = ("in", "out", "request", "trash")
 RECALL_ACTIONS = frozenset({"recall", None})
 PERMANENT_CODES = frozenset({31, 32})
 # checksumType as the plugin writes it: dCache's ChecksumType name, lower-cased
@@ -62,31 +59,6 @@ def is_protocol_name(name: str) -> bool:
     return PNFSID.fullmatch(name)
 
 
-@dataclass(frozen=True)
-class EnditPaths:
-    base: Path
-
-    @property
-    def inbox(self) -> Path:
-        return self.base / "in"
-
-    @property
-    def out(self) -> Path:
-        return self.base / "out"
-
-    @property
-    def request(self) -> Path:
-        return self.base / "request"
-
-    @property
-    def trash(self) -> Path:
-        return self.base / "trash"
-
-    def missing(self) -> list[Path]:
-        """Subdirectories that do not exist (the plugin creates none of them)."""
-        return [self.base / s for s in SUBDIRS if not (self.base / s).is_dir()]
-
-
 Version = tuple[int, int]  # (inode, mtime_ns): tells an overwritten file from the old one
 
 
@@ -100,6 +72,7 @@ class RequestFile:
     mtime: float = 0.0
     delivered: bool = False  # in/<name> has the requested size already
     has_err: bool = False  # request/<name>.err waits for the plugin
+    pool_gone: bool = False  # the pool process that wrote it (parent_pid) has died
 
     @property
     def gone(self) -> bool:
@@ -114,16 +87,10 @@ class RequestFile:
         return (self.body or {}).get("file_size")
 
 
-def _open_regular(path: Path) -> tuple[BinaryIO, os.stat_result]:
-    """Open a protocol file for reading: no symlink, no FIFO or device (tssd.safepath)."""
-    fd, st = safepath.open_regular(safepath.Place(str(path.parent), (path.name,)))
-    return os.fdopen(fd, "rb"), st
-
-
-def read_request(paths: EnditPaths, name: str) -> RequestFile:
-    path = paths.request / name
+def read_request(paths: EnditPaths, name: str, check_pid: bool = False) -> RequestFile:
+    """``request/<name>``; *check_pid*: also whether its ``parent_pid`` is still running."""
     try:
-        fh, st = _open_regular(path)
+        fh, st = paths.open_file("request", name)
         with fh:
             raw = fh.read(1 << 20)
     except FileNotFoundError:
@@ -132,13 +99,32 @@ def read_request(paths: EnditPaths, name: str) -> RequestFile:
         return RequestFile(name, (0, 0))
     version = (st.st_ino, st.st_mtime_ns)
     body = _json_object(raw)
-    has_err = (paths.request / f"{name}{ERR_SUFFIX}").exists()
+    has_err = paths.lstat("request", f"{name}{ERR_SUFFIX}") is not None
     delivered = False
     size = body.get("file_size") if body else None
     if isinstance(size, int):
-        with contextlib.suppress(OSError):
-            delivered = (paths.inbox / name).stat().st_size == size
-    return RequestFile(name, version, body, st.st_mtime, delivered, has_err)
+        inbox = paths.regular("in", name)
+        delivered = inbox is not None and inbox.st_size == size
+    gone = check_pid and body is not None and not pool_alive(body.get("parent_pid"))
+    return RequestFile(name, version, body, st.st_mtime, delivered, has_err, gone)
+
+
+def pool_alive(pid: Any) -> bool:
+    """Whether the process *pid* (a request file's ``parent_pid``) runs on this host.
+
+    As ENDIT's retriever does (``tsmretriever.pl``, ``checkrequest``): no pid, or one
+    that is not a positive integer, counts as alive; a pid that exists but is not ours
+    to signal is alive too.
+    """
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
 
 
 def _json_object(raw: bytes) -> dict[str, Any] | None:
@@ -150,17 +136,10 @@ def _json_object(raw: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def read_requests(paths: EnditPaths, names: list[str]) -> list[RequestFile]:
-    return [read_request(paths, n) for n in names]
-
-
-def list_names(directory: Path) -> set[str]:
-    """Protocol names in *directory* (an unreadable or absent directory has none)."""
-    try:
-        with os.scandir(directory) as it:
-            return {e.name for e in it if is_protocol_name(e.name)}
-    except OSError:
-        return set()
+def read_requests(
+    paths: EnditPaths, names: list[str], check_pid: bool = False
+) -> list[RequestFile]:
+    return [read_request(paths, n, check_pid) for n in names]
 
 
 def err_code(code: int) -> int:
@@ -178,32 +157,20 @@ def write_error(paths: EnditPaths, name: str, code: int, message: str) -> None:
     """Write ``request/<name>.err`` atomically: the return code, then a one-line message."""
     code = err_code(code)
     line = " ".join(message.split()) or "failed"
-    target = paths.request / f"{name}{ERR_SUFFIX}"
-    temp = target.with_name(f".{target.name}{TEMP_SUFFIX}")
+    target = f"{name}{ERR_SUFFIX}"
+    data = f"{code}\n{line}\n".encode()
     try:
-        temp.write_text(f"{code}\n{line}\n", encoding="utf-8")
-        os.replace(temp, target)
+        paths.write_atomic("request", target, data, temp=f".{target}{TEMP_SUFFIX}")
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink()
         error = NoSpace if exc.errno in (errno.ENOSPC, errno.EDQUOT) else DestinationUnwritable
-        raise error(f"cannot write {target}: {exc.strerror or exc}") from exc
+        where = paths.request / target
+        raise error(f"cannot write {where}: {exc.strerror or exc}") from exc
 
 
-def remove_file(path: Path) -> bool:
-    """Unlink *path*; False if it was not there."""
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def file_size(path: Path) -> int | None:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return None
+def file_size(paths: EnditPaths, sub: str, name: str) -> int | None:
+    """The size of the regular file *sub*/*name*; None if there is none."""
+    st = paths.regular(sub, name)
+    return st.st_size if st is not None else None
 
 
 @dataclass(frozen=True)
@@ -227,12 +194,9 @@ def inspect_out(
     adler32 that lets a re-flushed file be recognised on tape.
     """
     path = paths.out / name
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
+    st = paths.lstat("out", name)
+    if st is None:
         return None
-    except OSError as exc:
-        return SourceUnreadable(f"cannot stat {path}: {exc.strerror or exc}")
     if not stat.S_ISREG(st.st_mode):  # a symlink, FIFO or device is never flushed
         return SourceUnreadable(f"{path} is not a regular file")
     body = body or {}
@@ -247,7 +211,7 @@ def inspect_out(
     if kind == "adler32" and ADLER32.fullmatch(value):
         return OutFile(name, st.st_size, version, value.zfill(8), storage_class)
     try:
-        adler, digest = _checksums(path, hash_for(kind))
+        adler, digest = _checksums(paths, name, hash_for(kind))
     except OSError as exc:
         return SourceUnreadable(f"cannot read {path}: {exc.strerror or exc}")
     if digest is not None and value and digest != value:
@@ -255,10 +219,10 @@ def inspect_out(
     return OutFile(name, st.st_size, version, adler, storage_class)
 
 
-def _checksums(path: Path, algorithm: str | None) -> tuple[str, str | None]:
+def _checksums(paths: EnditPaths, name: str, algorithm: str | None) -> tuple[str, str | None]:
     adler = zlib.adler32(b"")
     digest = hashlib.new(algorithm) if algorithm else None
-    fh, _ = _open_regular(path)
+    fh, _ = paths.open_file("out", name)
     with fh:
         while chunk := fh.read(CHUNK_SIZE):
             adler = zlib.adler32(chunk, adler)
@@ -270,16 +234,18 @@ def _checksums(path: Path, algorithm: str | None) -> tuple[str, str | None]:
 def read_trash(paths: EnditPaths, name: str) -> str | None:
     """The URI in ``trash/<name>``; None if it is gone."""
     try:
-        fh, _ = _open_regular(paths.trash / name)
-    except (FileNotFoundError, safepath.UnsafePath):
-        return None  # gone, or a symlink, FIFO or device: never a URI the plugin wrote
+        fh, _ = paths.open_file("trash", name)
+    except OSError:
+        # Gone, or a symlink, FIFO or device (never a URI the plugin wrote), or trash/
+        # itself refused.
+        return None
     with fh:
         return fh.read(1 << 16).decode("utf-8", errors="replace").strip()
 
 
-def free_bytes(directory: Path) -> tuple[int, int]:
-    """(free bytes for an unprivileged writer, file system size) of *directory*."""
-    st = os.statvfs(directory)
+def free_bytes(paths: EnditPaths) -> tuple[int, int]:
+    """(free bytes for an unprivileged writer, file system size) of ``in/``."""
+    st = paths.statvfs("in")
     return st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
 
 
@@ -292,9 +258,6 @@ def split_storage_class(storage_class: str | None) -> tuple[str | None, str | No
     return store or None, group or None
 
 
-def stat_version(path: Path) -> Version | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_ino, st.st_mtime_ns
+def stat_version(paths: EnditPaths, sub: str, name: str) -> Version | None:
+    st = paths.lstat(sub, name)
+    return (st.st_ino, st.st_mtime_ns) if st is not None else None

@@ -9,6 +9,7 @@ the pool moved to endit). The trash file is unlinked once the requests are recor
 from __future__ import annotations
 
 from dataclasses import replace
+from urllib.parse import urlsplit
 
 import structlog
 
@@ -42,6 +43,7 @@ class RemoveBook:
         found = [(n, uri) for n, uri in read if uri is not None]
         if not found:
             return 0
+        self._check_instances(found)
         pnfsids = sorted({n.upper() for n, _ in found})
         try:
             copies = await self.retrier.call("locate", lambda: self.backend.locate(pnfsids))
@@ -59,12 +61,26 @@ class RemoveBook:
         batch = max(1, self.ctx.settings.batch)
         for i in range(0, len(specs), batch):
             await self.ctx.store.submit(specs[i : i + batch])
-        await in_thread(lambda: [protocol.remove_file(paths.trash / n) for n, _ in found])
+        await in_thread(lambda: [paths.unlink("trash", n) for n, _ in found])
         self.ctx.count("requests_seen", len(found), action="remove")
         log.info(
             "endit.removes_recorded", directory=self.directory, files=len(found), copies=len(specs)
         )
         return len(found)
+
+    def _check_instances(self, found: list[tuple[str, str]]) -> None:
+        """dCache hands a remove (and a stage) only to the pool's HSM instance that the
+        URI names (``HsmSet.getInstanceName``, ``getNearlineStorageByName``): a URI naming
+        another instance means ``hsm_name`` here is not the pool's instance name."""
+        want = self.ctx.directory.hsm_name
+        others = sorted({urlsplit(uri).netloc for _, uri in found} - {want})
+        if others:
+            log.warning(
+                "endit.instance_mismatch",
+                directory=self.directory,
+                hsm_name=want,
+                uri_instances=others,
+            )
 
     def _spec(self, name: str, bfid: str, uri: str) -> SubmitSpec | None:
         body = {

@@ -14,7 +14,7 @@ from tssd.clock import RealClock
 from tssd.config import EnditDirectory, Settings
 from tssd.db.store import RequestStore
 from tssd.endit.context import DirContext
-from tssd.endit.protocol import EnditPaths
+from tssd.endit.dirs import EnditPaths
 from tssd.endit.worker import DirectoryWorker
 from tssd.errors import ConfigError
 from tssd.metrics import Metrics
@@ -23,14 +23,19 @@ from tssd.retry import Retrier, RetryPolicy
 log = structlog.get_logger()
 
 
-def _paths(directory: EnditDirectory, seen: set[Path]) -> EnditPaths:
+def _paths(directory: EnditDirectory, seen: set[Path], metrics: Metrics) -> EnditPaths:
+    """The directory resolved once and held open: later symlink swaps lead nowhere."""
     if not directory.path:
         raise ConfigError("endit.directories: every directory needs a path")
     base = Path(directory.path).expanduser().resolve()
     if base in seen:
         raise ConfigError(f"endit.directories: {base} is listed twice")
     seen.add(base)
-    return EnditPaths(base)
+
+    def refused(subdir: str) -> None:
+        metrics.endit.dirs_refused.labels(directory=str(base), subdir=subdir).inc()
+
+    return EnditPaths(base, on_refused=refused)
 
 
 @asynccontextmanager
@@ -41,11 +46,13 @@ async def endit_intake(
     b = settings.backend
     retrier = Retrier(RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s), metrics, RealClock())
     seen: set[Path] = set()
+    # Opening a directory may block (NFS): off the event loop.
+    opened = [await asyncio.to_thread(_paths, d, seen, metrics) for d in settings.endit.directories]
     workers = [
         DirectoryWorker(
             DirContext(
                 store,
-                _paths(d, seen),
+                paths,
                 d,
                 settings.endit,
                 d.queue or settings.scheduler.default_queue,
@@ -54,7 +61,7 @@ async def endit_intake(
             backend,
             retrier,
         )
-        for d in settings.endit.directories
+        for d, paths in zip(settings.endit.directories, opened, strict=True)
     ]
     tasks = [asyncio.create_task(w.run(), name=f"endit:{w.directory}") for w in workers]
     try:
@@ -63,5 +70,7 @@ async def endit_intake(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for paths in opened:
+            paths.close()
         if workers:
             log.info("endit.stopped", directories=len(workers))

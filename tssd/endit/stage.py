@@ -50,8 +50,9 @@ class StageBook(RequestBook[Stage]):
         self.waiting: dict[str, Stage] = {}
         self.rejected: list[tuple[Stage, int, str]] = []
         self.reported: dict[str, Version | None] = {}
-        # Delivered after the request file went: name -> when it went. Kept for the grace
-        # period (a pool restart re-issues the stage and takes the file), then unlinked.
+        # Delivered after the request file went: name -> when it went. Kept for
+        # endit.orphan_grace_s (the plugin moves a file it found complete 1 s after it
+        # deleted the request file), then unlinked: a cancelled stage leaves no file.
         self.orphans: dict[str, float] = {}
         # Delivered while the request file was still there: if it goes before the plugin
         # takes the file (a cancel that crossed the delivery), the file becomes an orphan.
@@ -111,8 +112,8 @@ class StageBook(RequestBook[Stage]):
     def strays(self, names: set[str]) -> None:
         """Files in ``in/`` without a request file: orphans, even ones from before a restart.
 
-        Removed when their request file stays away for the grace period (a stage dCache
-        cancelled for good leaves nothing in ``in/``); a re-issued stage takes them.
+        Removed when their request file stays away for ``endit.orphan_grace_s`` (a stage
+        dCache cancelled leaves nothing in ``in/``); a stage re-issued before takes them.
         """
         for name in names:
             if name not in self.tracked and name not in self.waiting:
@@ -188,7 +189,7 @@ class StageBook(RequestBook[Stage]):
             return []
         s = self.ctx.settings
         try:
-            free, total = await in_thread(protocol.free_bytes, self.ctx.paths.inbox)
+            free, total = await in_thread(protocol.free_bytes, self.ctx.paths)
         except OSError as exc:
             log.warning("endit.statvfs_failed", directory=self.directory, error=str(exc))
             return []
@@ -222,10 +223,11 @@ class StageBook(RequestBook[Stage]):
     async def expire(self) -> int:
         """Cancel recalls whose request file has been gone for the grace period."""
         now = self.now()
-        grace = self.ctx.settings.cancel_grace_s
-        stale = [n for n, t in self.orphans.items() if now - t >= grace]
+        orphan_grace = self.ctx.settings.orphan_grace_s
+        stale = [n for n, t in self.orphans.items() if now - t >= orphan_grace]
         if stale:
             await in_thread(self._drop_orphans, stale)
+        grace = self.ctx.settings.cancel_grace_s
         due = [
             s
             for s in self.tracked.values()
@@ -252,9 +254,19 @@ class StageBook(RequestBook[Stage]):
         paths = self.ctx.paths
         for name in names:
             del self.orphans[name]
-            # Still no request file: nobody will take it (a cancelled stage).
-            if not (paths.request / name).exists() and protocol.remove_file(paths.inbox / name):
-                log.info("endit.orphan_removed", directory=self.directory, pnfsid=name)
+            try:
+                # Still no request file: nobody will take it (a cancelled stage).
+                if paths.exists("request", name) or not paths.unlink("in", name):
+                    continue
+            except OSError as exc:  # request/ or in/ refused or unreadable: next time
+                log.warning(
+                    "endit.orphan_remove_failed",
+                    directory=self.directory,
+                    pnfsid=name,
+                    error=str(exc),
+                )
+                continue
+            log.info("endit.orphan_removed", directory=self.directory, pnfsid=name)
 
     async def finished(self, rows: list[Request]) -> None:
         for stage, row in self._closed(rows):
@@ -283,14 +295,14 @@ class StageBook(RequestBook[Stage]):
         await self._report(stage, code, message)
 
     async def _check_delivered(self, stage: Stage, row: Request, fields: dict[str, Any]) -> None:
-        path = self.ctx.paths.inbox / stage.name
-        actual = await in_thread(protocol.file_size, path)
+        paths = self.ctx.paths
+        actual = await in_thread(protocol.file_size, paths, "in", stage.name)
         # None: the plugin has taken it already.
         if actual is None or actual == stage.size:
             self.ctx.count("stages_delivered")
             log.info("endit.staged", bytes=row.size, **fields)
             return
-        await in_thread(protocol.remove_file, path)
+        await in_thread(paths.unlink, "in", stage.name)
         message = f"tape copy has {actual} bytes, the request {stage.size}"
         await self._report(stage, 1, message)
 

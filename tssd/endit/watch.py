@@ -13,7 +13,8 @@ from pathlib import Path
 
 import structlog
 
-from tssd.endit.protocol import ERR_SUFFIX, EnditPaths, is_protocol_name
+from tssd.endit.dirs import EnditPaths
+from tssd.endit.protocol import ERR_SUFFIX, is_protocol_name
 
 log = structlog.get_logger()
 
@@ -67,7 +68,8 @@ async def watch(paths: EnditPaths, hints: Hints) -> None:
             ("trash", paths.trash),
         ):
             try:
-                inotify.add_watch(directory, changed | Mask.ONLYDIR)
+                # A symlinked subdirectory is not watched (nor ever read: tssd.endit.dirs).
+                inotify.add_watch(directory, changed | Mask.ONLYDIR | Mask.DONT_FOLLOW)
             except OSError as exc:
                 log.warning("endit.watch_failed", directory=str(directory), error=str(exc))
                 continue

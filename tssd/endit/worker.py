@@ -62,7 +62,7 @@ class DirectoryWorker:
 
     async def run(self) -> None:
         """Serve the directory until cancelled."""
-        missing = self.ctx.paths.missing()
+        missing = await in_thread(self.ctx.paths.missing)
         if missing:
             log.warning(
                 "endit.missing_dirs", directory=self.directory, missing=[str(m) for m in missing]
@@ -125,14 +125,19 @@ class DirectoryWorker:
         """
         await self._adopt_open(full)
         paths = self.ctx.paths
-        listing = await in_thread(
-            lambda: {
-                s: protocol.list_names(paths.base / s) for s in ("request", "out", "trash", "in")
-            }
+        found = await in_thread(
+            lambda: {s: paths.listing(s) for s in ("request", "out", "trash", "in")}
         )
-        self.stages.absent(listing["request"])
-        self.stages.strays(listing.pop("in") - listing["request"])
-        await self.flushes.vanished(listing["out"])
+        # A subdirectory that cannot be read (absent, refused) says nothing about its files.
+        listing = {s: f.files for s, f in found.items() if f is not None}
+        inbox = listing.pop("in", None)
+        request = listing.get("request")
+        if request is not None:
+            self.stages.absent(request)
+            if inbox is not None:
+                self.stages.strays(inbox - request)
+        if "out" in listing:
+            await self.flushes.vanished(listing["out"])
         await self.handle(listing)
 
     async def _adopt_open(self, full: bool = False) -> None:
@@ -199,7 +204,8 @@ class DirectoryWorker:
 
     async def _requests(self, names: list[str]) -> set[str]:
         """Read request files; stages go to the stage book. Returns flush names."""
-        files = await in_thread(protocol.read_requests, self.ctx.paths, names)
+        check_pid = self.ctx.settings.check_parent_pid
+        files = await in_thread(protocol.read_requests, self.ctx.paths, names, check_pid)
         flushes: set[str] = set()
         now = time.time()
         for rf in files:
@@ -211,6 +217,9 @@ class DirectoryWorker:
             elif rf.action == "migrate":
                 self.unparsed.pop(rf.name, None)
                 flushes.add(rf.name)
+            elif rf.action in protocol.RECALL_ACTIONS and rf.pool_gone:
+                self.unparsed.pop(rf.name, None)
+                await self._drop(rf)
             elif rf.action in protocol.RECALL_ACTIONS:
                 self.unparsed.pop(rf.name, None)
                 self.stages.seen(rf)
@@ -223,6 +232,27 @@ class DirectoryWorker:
                     action=rf.action,
                 )
         return flushes
+
+    async def _drop(self, rf: RequestFile) -> None:
+        """A stage whose pool process has died: nobody will take its file. As ENDIT's
+        retriever does, the request file is deleted; a recall already running for it is
+        then cancelled like any withdrawn stage."""
+        removed = await in_thread(self._unlink_request, rf.name)
+        self.stages.gone(rf.name)
+        if removed:
+            self.ctx.count("stages_dropped")
+            log.warning(
+                "endit.stage_dropped",
+                directory=self.directory,
+                pnfsid=rf.name,
+                parent_pid=(rf.body or {}).get("parent_pid"),
+            )
+
+    def _unlink_request(self, name: str) -> bool:
+        try:
+            return self.ctx.paths.unlink("request", name)
+        except OSError:
+            return False
 
     async def _unparsed(self, rf: RequestFile, now: float) -> None:
         # Being written (the plugin does not write stage requests atomically): read again
