@@ -245,3 +245,30 @@ def test_a_socket_the_pool_user_may_not_open_is_1_not_72() -> None:
     refused = fastclient.WireError("tssd unreachable")
     refused.__cause__ = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
     assert isinstance(unreachable(refused), Unreachable)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        URI + "\r",  # CR: a terminal returns to the line start; dCache trims it silently
+        URI + "\x1b]0;owned\x07",  # OSC: retitles the admin's terminal
+        URI + "\x85",  # C1 NEL
+        "osm://osm/?store=atlas&group=tape\x00&bfid=b1",
+    ],
+)
+def test_a_uri_with_a_control_character_is_refused_not_printed(
+    sock: Path, tmp_path: Path, uri: str
+) -> None:
+    """``put``'s stdout goes to the namespace: ScriptNearlineStorage.flush (dCache's
+    ``modules/dcache/src/main/java/org/dcache/pool/nearline/script/
+    ScriptNearlineStorage.java``) splits it on newlines and records each line as a
+    location. A URI tssd makes never holds a control character, so one that does is an
+    answer not to pass on: exit 1 (the flush is retried), nothing on stdout."""
+    fake = FakeTssd(sock).start()
+    try:
+        fake.finish = lambda request: request.update(state="done", uri=uri, adler32="0a1b2c3d")
+        result = run_hsm(fake, *calls(tmp_path)["put"])
+    finally:
+        fake.stop()
+    assert (result.returncode, result.stdout) == (1, "")
+    assert "has no usable URI" in one_line(result.stderr)

@@ -129,8 +129,11 @@ def do_put(client: fastclient.Client, call: Call, transfer: Transfer) -> int:
 
 
 def print_uri(request: Request) -> None:
+    # dCache records every line of stdout as a location (ScriptNearlineStorage.flush): a
+    # control character (CR, ESC, ...) is never part of a URI tssd makes, so an answer
+    # carrying one is refused, not handed to the namespace or to a terminal.
     uri = request.get("uri")
-    if not isinstance(uri, str) or not uri or "\n" in uri:
+    if not isinstance(uri, str) or not uri or not uri.isprintable() or not uri.isascii():
         raise HsmExit(EXIT_OTHER, f"request {request['id']} is done but has no usable URI")
     sys.stdout.write(uri + "\n")
     sys.stdout.flush()

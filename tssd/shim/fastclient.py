@@ -92,8 +92,13 @@ class Client:
         """
         if self.target.startswith("https://"):
             return self._call_https(method, path, body, timeout)
+        limit = timeout or self.timeout
         try:
-            status, raw = self._exchange(method, path, body, timeout or self.timeout)
+            status, raw = self._exchange(method, path, body, limit)
+        except TimeoutError as exc:
+            raise WireError(
+                f"tssd at {self.target} gave no complete answer within {limit:g} s"
+            ) from exc
         except OSError as exc:
             raise WireError(f"tssd unreachable at {self.target}: {exc}") from exc
         try:
@@ -103,12 +108,20 @@ class Client:
         return answer(self.target, status, data)
 
     def _exchange(self, method: str, path: str, body: Any, timeout: float) -> tuple[int, bytes]:
+        # One deadline for connect, request and the whole answer: a socket timeout alone
+        # restarts with every byte, and a server that drips one byte a second would hold
+        # the call (and the pool's script slot) without end.
+        deadline = time.monotonic() + timeout
         sock, host, prefix = self._connect(timeout)
         try:
+            sock.settimeout(_left(deadline))
             sock.sendall(self._request(method, prefix + path, host, body))
             chunks = []
             received = 0
-            while chunk := sock.recv(65536):
+            while True:
+                sock.settimeout(_left(deadline))
+                if not (chunk := sock.recv(65536)):
+                    break
                 chunks.append(chunk)
                 received += len(chunk)
                 if received > MAX_ANSWER:
@@ -201,6 +214,13 @@ def _connect_waiting(sock: _socket.socket, address: Any, timeout: float) -> None
             if time.monotonic() >= deadline:
                 raise
             time.sleep(0.002)
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("deadline passed")
+    return left
 
 
 def _split_hostport(hostport: str) -> tuple[str, int]:
