@@ -41,8 +41,14 @@ from test_hsm_fake_daemon import (
 
 from tssd.cli.render import status as render_status
 from tssd.endit.protocol import EnditPaths, err_code, write_error
-from tssd.errors import AccessDenied, DestinationUnwritable, NoSpace, SourceUnreadable
-from tssd.files import FileSink, FileSource
+from tssd.errors import (
+    AccessDenied,
+    DestinationUnwritable,
+    InvalidRequest,
+    NoSpace,
+    SourceUnreadable,
+)
+from tssd.files import FileSink, FileSource, PoolRoots
 from tssd.ownership import ROOT_WARNING, ownership_warnings
 from tssd.shim import fastclient
 from tssd.shim.actions import Unreachable, unreachable
@@ -272,3 +278,41 @@ def test_a_uri_with_a_control_character_is_refused_not_printed(
         fake.stop()
     assert (result.returncode, result.stdout) == (1, "")
     assert "has no usable URI" in one_line(result.stderr)
+
+
+# -- a path outside tssd's pool roots: an installation fault, 1 -------------------------
+
+
+def test_a_path_outside_the_pool_roots_is_refused_with_1_naming_pool_root(
+    tmp_path: Path,
+) -> None:
+    """The daemon side: the refusal names the fix, and its code is 1, not 32."""
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    with pytest.raises(InvalidRequest) as refused:
+        PoolRoots((str(pool),)).check(str(tmp_path / "elsewhere" / PNFSID), "migrate source")
+    assert refused.value.exit_code == 1
+    assert "--pool-root" in str(refused.value)
+
+
+@pytest.mark.parametrize("verb", ["put", "get"])
+def test_tss_hsm_exits_1_when_tssd_refuses_a_path_outside_its_roots(
+    sock: Path, tmp_path: Path, verb: str
+) -> None:
+    """dCache's ``modules/dcache/src/main/java/org/dcache/pool/classic/StorageClassInfo.java``
+    (``internalFailed``) moves a flush that failed with 30-39 to the failed requests, which
+    wait for an admin; any other code is flushed again. A pool whose data directory is
+    not among tssd's roots is fixed on tssd's side (``--pool-root``), after which dCache's
+    own retry must succeed: exit 1, with tssd's message on one stderr line."""
+    fake = FakeTssd(sock).start()
+    try:
+        message = f"{verb} path is not inside a pool root of tssd: start it with --pool-root"
+        fake.refuse = (
+            400,
+            {"error": {"type": "OutsidePoolRoots", "message": message, "exit_code": 1}},
+        )
+        result = run_hsm(fake, *calls(tmp_path)[verb])
+    finally:
+        fake.stop()
+    assert (result.returncode, result.stdout) == (1, "")
+    assert "--pool-root" in one_line(result.stderr)

@@ -66,7 +66,11 @@ class Terminated(BaseException):
 def api_exit_code(exc: fastclient.ApiError) -> int:
     if exc.exit_code in PASS_THROUGH:
         return exc.exit_code
-    return EXIT_INVALID if exc.status == 400 else EXIT_OTHER
+    # tssd names 1 for a refusal that is its installation's fault (a path outside its
+    # pool roots): dCache retries 1, but sets a flush failing with 32 aside for an admin.
+    if exc.status == 400 and not exc.exit_code_named:
+        return EXIT_INVALID
+    return EXIT_OTHER
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
