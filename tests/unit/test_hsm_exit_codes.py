@@ -316,3 +316,11 @@ def test_tss_hsm_exits_1_when_tssd_refuses_a_path_outside_its_roots(
         fake.stop()
     assert (result.returncode, result.stdout) == (1, "")
     assert "--pool-root" in one_line(result.stderr)
+
+
+def test_a_deadline_passed_is_not_yet() -> None:
+    """A call whose exchange outlived its deadline (fastclient: TimeoutError under the
+    WireError) is "tssd away": exit 72 in poll mode, a reconnect wait in block mode."""
+    slow = fastclient.WireError("tssd at /run/tssd/tssd.sock gave no complete answer within 30 s")
+    slow.__cause__ = TimeoutError("deadline passed")
+    assert isinstance(unreachable(slow), Unreachable)

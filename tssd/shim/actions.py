@@ -42,8 +42,9 @@ if TYPE_CHECKING:
     Request = dict[str, Any]
     T = TypeVar("T")
 
-# dCache never retries 30-39 and disables the pool on 41-43 for a get, so only the codes the
-# API documents pass through; anything else a daemon might invent becomes a retryable 1.
+# dCache sets a flush failing with 30-39 aside for an admin and disables the pool when a
+# stage fails with 41-43 (docs/dcache.md, "Exit codes"), so only the codes the API
+# documents pass through; anything else a daemon might invent becomes a retryable 1.
 PASS_THROUGH = frozenset({EXIT_PERMANENT, 32, EXIT_NO_SPACE, EXIT_READ, EXIT_WRITE})
 FINISHED = frozenset({"done", "failed", "cancelled", "abandoned"})
 WAIT_S = 30
