@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tssd.errors import ApiError, WireError
-from tssd.shim.endpoint import answer, read_token, resolve_target
+from tssd.shim.endpoint import answer, overdue, read_token, resolve_target
 
 __all__ = ["ApiError", "Client", "WireError", "resolve_target"]
 
@@ -126,9 +126,7 @@ class Client:
                 raw = response.read()
         except (OSError, http.client.HTTPException) as exc:
             if deadline.expired:
-                raise WireError(
-                    f"tssd at {self.target} gave no complete answer within {limit:g} s"
-                ) from exc
+                raise overdue(self.target, limit) from exc
             raise WireError(f"tssd unreachable at {self.target}: {exc}") from exc
         finally:
             conn.close()

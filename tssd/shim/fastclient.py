@@ -17,7 +17,7 @@ import _socket
 import time
 
 from tssd.errors import ApiError, WireError
-from tssd.shim.endpoint import answer, read_token, resolve_target
+from tssd.shim.endpoint import answer, overdue, read_token, resolve_target
 
 __all__ = ["ApiError", "Client", "WireError", "decode", "encode"]
 
@@ -96,9 +96,7 @@ class Client:
         try:
             status, raw = self._exchange(method, path, body, limit)
         except TimeoutError as exc:
-            raise WireError(
-                f"tssd at {self.target} gave no complete answer within {limit:g} s"
-            ) from exc
+            raise overdue(self.target, limit) from exc
         except OSError as exc:
             raise WireError(f"tssd unreachable at {self.target}: {exc}") from exc
         try:
