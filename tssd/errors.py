@@ -33,6 +33,17 @@ class InvalidRequest(TssdError):
     exit_code = 32
 
 
+class OutsidePoolRoots(InvalidRequest):
+    """A pool path (recall destination, migrate source) outside every pool root.
+
+    The request is well formed; tssd is installed without the pool's data directory
+    among its roots. Exit code 1, which dCache retries once that is fixed, not 32: a
+    flush failing with 30-39 is set aside until an admin acts (StorageClassInfo.java).
+    """
+
+    exit_code = 1
+
+
 class NotFound(TssdError):
     """No request, tape or drive with that identifier."""
 
@@ -136,7 +147,9 @@ class ApiError(TssdError):
         self.status = status
         self.type = str(err.get("type", "Error"))
         self.message = message
-        code = err.get("exit_code", 1)
+        code = err.get("exit_code")
+        #: Whether tssd named the code; a 400 that names none is taken as a bad argument.
+        self.exit_code_named = type(code) is int
         self.exit_code = code if type(code) is int else 1
         after = err.get("retry_after_s")
         self.retry_after_s = float(after) if isinstance(after, int | float) else 1.0

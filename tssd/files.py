@@ -24,8 +24,8 @@ from tssd import safepath
 from tssd.errors import (
     AccessDenied,
     DestinationUnwritable,
-    InvalidRequest,
     NoSpace,
+    OutsidePoolRoots,
     SourceUnreadable,
 )
 
@@ -363,12 +363,13 @@ class PoolRoots:
         return any(real == root or real.startswith(root.rstrip("/") + "/") for root in self.roots)
 
     def check(self, path: str | None, what: str) -> None:
-        """Refuse *path* (raise :class:`InvalidRequest`) unless it lies inside a root."""
+        """Refuse *path* (raise :class:`OutsidePoolRoots`) unless it lies inside a root."""
         if path is None or self.contains(path):
             return
         log.warning("api.path_refused", path=path, what=what, roots=list(self.roots))
-        raise InvalidRequest(
-            f"{what} {path} is not inside a pool root (api.pool_roots, tssd serve --pool-root)"
+        raise OutsidePoolRoots(
+            f"{what} {path} is not inside a pool root of tssd: start it with "
+            "--pool-root <the pool's data directory> (or set api.pool_roots)"
         )
 
 

@@ -9,14 +9,16 @@ uses :mod:`tssd.shim.fastclient`, which costs less to import, and this client on
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
+import threading
 from typing import Any
 from urllib.parse import urlsplit
 
 from tssd.errors import ApiError, WireError
-from tssd.shim.endpoint import answer, read_token, resolve_target
+from tssd.shim.endpoint import answer, overdue, read_token, resolve_target
 
 __all__ = ["ApiError", "Client", "WireError", "resolve_target"]
 
@@ -35,6 +37,43 @@ class _UnixConnection(http.client.HTTPConnection):
             sock.close()
             raise
         self.sock = sock
+
+
+class _Deadline:
+    """One deadline for a whole exchange: connect, request and the complete answer.
+
+    http.client's timeout bounds each socket operation, so a server that drips one byte
+    a second holds a call for as long as it likes. When the deadline passes, this shuts
+    the connection's socket down from a watching thread, which ends the blocked read (TLS
+    included). A connection not yet made is cut as soon as it is (its own connect is
+    bounded by the same timeout).
+    """
+
+    def __init__(self, conn: http.client.HTTPConnection, seconds: float) -> None:
+        self.expired = False
+        self._conn = conn
+        self._seconds = seconds
+        self._done = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, name="tssd-deadline", daemon=True)
+
+    def __enter__(self) -> _Deadline:
+        self._watcher.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._done.set()
+        self._watcher.join()
+
+    def _watch(self) -> None:
+        if self._done.wait(self._seconds):
+            return
+        self.expired = True
+        while not self._done.is_set():
+            sock = self._conn.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+            self._done.wait(0.05)
 
 
 class Client:
@@ -70,7 +109,8 @@ class Client:
 
         Raises WireError when tssd is unreachable, ApiError on an HTTP error status.
         """
-        conn, prefix = self._connection(timeout or self.timeout)
+        limit = timeout or self.timeout
+        conn, prefix = self._connection(limit)
         headers = {"Accept": "application/json"}
         payload = None
         if body is not None:
@@ -78,11 +118,15 @@ class Client:
             headers["Content-Type"] = "application/json"
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
+        deadline = _Deadline(conn, limit)
         try:
-            conn.request(method, prefix + path, body=payload, headers=headers)
-            response = conn.getresponse()
-            raw = response.read()
+            with deadline:
+                conn.request(method, prefix + path, body=payload, headers=headers)
+                response = conn.getresponse()
+                raw = response.read()
         except (OSError, http.client.HTTPException) as exc:
+            if deadline.expired:
+                raise overdue(self.target, limit) from exc
             raise WireError(f"tssd unreachable at {self.target}: {exc}") from exc
         finally:
             conn.close()

@@ -114,9 +114,11 @@ def test_destination_swapped_for_a_symlink_after_submit(daemon: Daemon, tmp_path
     assert request["state"] == "failed", request
     assert "symlink" in request["error"], request
     assert sorted(p.name for p in outside.iterdir()) == ["secret"]
-    # The next poll: its path now resolves outside the root, refused before anything else.
+    # The next poll: its path now resolves outside the root, refused before anything else
+    # (1: a setup fault to fix on tssd's side, which dCache retries).
     res = daemon.run(FAST, *args)
-    assert res.returncode == 32, res.stderr
+    assert res.returncode == 1, res.stderr
+    assert "--pool-root" in res.stderr
 
 
 def test_source_swapped_for_a_symlink_after_submit(daemon: Daemon, tmp_path: Path) -> None:
@@ -192,12 +194,12 @@ def test_default_roots_are_home_pools_and_the_command_line(daemon: Daemon, tmp_p
     for i, directory in enumerate((pools, extra, outside), start=10):
         pid, path, adler = a_file(directory, i, 30_000 + i)
         res = put(daemon, pid, path, adler)
-        if directory is outside:
-            assert res.returncode == 32, res.stderr
-            assert "pool root" in res.stderr
+        if directory is outside:  # an installation fault: 1, which dCache retries
+            assert res.returncode == 1, res.stderr
+            assert "--pool-root" in res.stderr
         else:
             assert res.returncode == 0, res.stderr
     size = os.path.getsize("/etc/passwd")
     res = daemon.run(FAST, "put", "0000E7C", "/etc/passwd", f"-si={si(size)}",
                      f"-tssd={daemon.socket}")  # fmt: skip
-    assert res.returncode == 32, res.stderr
+    assert res.returncode == 1, res.stderr

@@ -135,3 +135,85 @@ def test_both_clients_raise_the_same_error_for_one_answer(
             client.call("POST", "/v1/requests/1/cancel")
         seen.append((raised.value.status, raised.value.type, raised.value.message))
     assert seen == [(409, "Conflict", "already done")] * 2
+
+
+@pytest.fixture
+def dripping_server(tmp_path: Path) -> Iterator[Path]:
+    """A Unix-socket server that answers every request with a valid 200, one byte every
+    0.2 s: two minutes for the whole answer, while no single read waits a second. This
+    is the slowloris attack on a client, the peer being a hostile or wedged tssd."""
+    path = tmp_path / "drip.sock"
+    body = b'{"request": {"id": 1, "state": "done", "uri": "osm://osm/?bfid=b1"}}'
+    body += b" " * (600 - len(body))  # JSON allows the padding
+    reply = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(body),
+        body,
+    )
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    stop = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as request:
+            conn.settimeout(5)
+            while request.readline() not in (b"\r\n", b""):
+                pass
+            for byte in reply:
+                if stop.wait(0.2):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:  # the client gave up and closed: what the test wants
+                    return
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield path
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()
+        os.unlink(path)
+
+
+@pytest.mark.parametrize("make", [wire.Client, fastclient.Client], ids=["wire", "fastclient"])
+def test_a_dripping_server_meets_one_deadline_for_the_whole_exchange(
+    make: type[wire.Client] | type[fastclient.Client],
+    dripping_server: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each byte comes well within the socket timeout, so only a deadline for connect,
+    request and the whole answer ends the call (about 1 s here, not a minute)."""
+    monkeypatch.delenv("TSSD_TOKEN_FILE", raising=False)
+    client = make(str(dripping_server), timeout=1.0)
+    with pytest.raises(WireError, match=r"gave no complete answer within 1 s"):
+        client.call("GET", "/v1/requests/1")
+
+
+@pytest.mark.slow
+def test_tss_hsm_in_poll_mode_gives_a_dripping_server_72_after_its_deadline(
+    dripping_server: Path, tmp_path: Path
+) -> None:
+    """The real ``tss-hsm`` (its 30 s deadline per exchange) against the dripping server:
+    "tssd is not answering" is "not yet" in poll mode, exit 72 with one stderr line, and
+    dCache calls again after ``p:delay`` (modules/dcache/src/main/java/diskCacheV111/util/
+    HsmRunSystem.java: 72 is InProgressCacheException, no alarm)."""
+    from test_hsm_fake_daemon import PNFSID, URI, FakeTssd, one_line, run_hsm
+
+    dest = tmp_path / "data" / PNFSID
+    dest.parent.mkdir()
+    args = ("get", PNFSID, str(dest), "-si=size=10;", f"-uri={URI}", "-mode=poll")
+    result = run_hsm(FakeTssd(dripping_server), *args)
+    assert (result.returncode, result.stdout) == (72, "")
+    assert "gave no complete answer within 30 s" in one_line(result.stderr)

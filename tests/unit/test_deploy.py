@@ -131,9 +131,13 @@ def test_pool_setup_lines_give_the_script_what_it_understands(mode: str) -> None
 # ScriptNearlineStorageProvider.java ("script"); neicnordic/dcache-endit-provider
 # src/main/java/org/ndgf/endit/ (providers "endit", "endit-polling", "endit-watching";
 # AbstractEnditNearlineStorage: -directory=; PollingEnditNearlineStorage: -threads=,
-# -period= integers).
+# -period= integers). Flush queues: StorageClassContainer.java ("queue define class": the
+# HSM and the storage class, then -expire=<seconds>, -pending=<files>, -total=<bytes>,
+# -open) and HsmFlushController.java ("flush set max active|interval|retry delay" <int>).
 
-ADMIN_VERBS = ("hsm create ", "hsm set ", "hsm unset ", "rh ", "st ", "rm ", "save")
+ADMIN_VERBS = ("hsm create ", "hsm set ", "hsm unset ", "rh ", "st ", "rm ", "save",
+               "queue define class ", "flush set ")  # fmt: skip
+FLUSH_SETTINGS = (["max", "active"], ["interval"], ["retry", "delay"])
 PROVIDERS = {"script", "endit", "endit-polling", "endit-watching"}
 INTEGER_OPTIONS = {
     "script": ("c:puts", "c:gets", "c:removes", "p:delay"),
@@ -192,9 +196,20 @@ def test_pool_setup_commands_have_dcache_admin_shapes() -> None:
             assert (
                 (rest and rest[0].isdigit() and len(rest) == 1) if words[1] == "set" else not rest
             )
+        elif words[:3] == ["queue", "define", "class"]:
+            assert len(positional) == 5 and positional[3] == "osm", words
+            assert set(options) <= {"expire", "pending", "total", "open"}, words
+            assert all(options[k].isdigit() for k in options if k != "open"), words
+            assert options.get("open", "") in ("", "true", "false"), words
+        elif words[:2] == ["flush", "set"]:
+            assert words[2:-1] in FLUSH_SETTINGS and words[-1].isdigit(), words
         else:
             assert words == ["save"]
     assert set(instances.values()) == {"script", "endit-polling"}
+    # Flushes are handed over in batches, joining a running flush (docs/dcache.md).
+    defined = [w for w in lines if w[:3] == ["queue", "define", "class"]]
+    assert defined and all("-open" in w for w in defined)
+    assert ["flush", "set", "max", "active"] in [w[:4] for w in lines]
 
 
 def test_pool_timeouts_cover_a_tape_queue() -> None:

@@ -41,8 +41,14 @@ from test_hsm_fake_daemon import (
 
 from tssd.cli.render import status as render_status
 from tssd.endit.protocol import EnditPaths, err_code, write_error
-from tssd.errors import AccessDenied, DestinationUnwritable, NoSpace, SourceUnreadable
-from tssd.files import FileSink, FileSource
+from tssd.errors import (
+    AccessDenied,
+    DestinationUnwritable,
+    InvalidRequest,
+    NoSpace,
+    SourceUnreadable,
+)
+from tssd.files import FileSink, FileSource, PoolRoots
 from tssd.ownership import ROOT_WARNING, ownership_warnings
 from tssd.shim import fastclient
 from tssd.shim.actions import Unreachable, unreachable
@@ -245,3 +251,76 @@ def test_a_socket_the_pool_user_may_not_open_is_1_not_72() -> None:
     refused = fastclient.WireError("tssd unreachable")
     refused.__cause__ = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
     assert isinstance(unreachable(refused), Unreachable)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        URI + "\r",  # CR: a terminal returns to the line start; dCache trims it silently
+        URI + "\x1b]0;owned\x07",  # OSC: retitles the admin's terminal
+        URI + "\x85",  # C1 NEL
+        "osm://osm/?store=atlas&group=tape\x00&bfid=b1",
+    ],
+)
+def test_a_uri_with_a_control_character_is_refused_not_printed(
+    sock: Path, tmp_path: Path, uri: str
+) -> None:
+    """``put``'s stdout goes to the namespace: ScriptNearlineStorage.flush (dCache's
+    ``modules/dcache/src/main/java/org/dcache/pool/nearline/script/
+    ScriptNearlineStorage.java``) splits it on newlines and records each line as a
+    location. A URI tssd makes never holds a control character, so one that does is an
+    answer not to pass on: exit 1 (the flush is retried), nothing on stdout."""
+    fake = FakeTssd(sock).start()
+    try:
+        fake.finish = lambda request: request.update(state="done", uri=uri, adler32="0a1b2c3d")
+        result = run_hsm(fake, *calls(tmp_path)["put"])
+    finally:
+        fake.stop()
+    assert (result.returncode, result.stdout) == (1, "")
+    assert "has no usable URI" in one_line(result.stderr)
+
+
+# -- a path outside tssd's pool roots: an installation fault, 1 -------------------------
+
+
+def test_a_path_outside_the_pool_roots_is_refused_with_1_naming_pool_root(
+    tmp_path: Path,
+) -> None:
+    """The daemon side: the refusal names the fix, and its code is 1, not 32."""
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    with pytest.raises(InvalidRequest) as refused:
+        PoolRoots((str(pool),)).check(str(tmp_path / "elsewhere" / PNFSID), "migrate source")
+    assert refused.value.exit_code == 1
+    assert "--pool-root" in str(refused.value)
+
+
+@pytest.mark.parametrize("verb", ["put", "get"])
+def test_tss_hsm_exits_1_when_tssd_refuses_a_path_outside_its_roots(
+    sock: Path, tmp_path: Path, verb: str
+) -> None:
+    """dCache's ``modules/dcache/src/main/java/org/dcache/pool/classic/StorageClassInfo.java``
+    (``internalFailed``) moves a flush that failed with 30-39 to the failed requests, which
+    wait for an admin; any other code is flushed again. A pool whose data directory is
+    not among tssd's roots is fixed on tssd's side (``--pool-root``), after which dCache's
+    own retry must succeed: exit 1, with tssd's message on one stderr line."""
+    fake = FakeTssd(sock).start()
+    try:
+        message = f"{verb} path is not inside a pool root of tssd: start it with --pool-root"
+        fake.refuse = (
+            400,
+            {"error": {"type": "OutsidePoolRoots", "message": message, "exit_code": 1}},
+        )
+        result = run_hsm(fake, *calls(tmp_path)[verb])
+    finally:
+        fake.stop()
+    assert (result.returncode, result.stdout) == (1, "")
+    assert "--pool-root" in one_line(result.stderr)
+
+
+def test_a_deadline_passed_is_not_yet() -> None:
+    """A call whose exchange outlived its deadline (fastclient: TimeoutError under the
+    WireError) is "tssd away": exit 72 in poll mode, a reconnect wait in block mode."""
+    slow = fastclient.WireError("tssd at /run/tssd/tssd.sock gave no complete answer within 30 s")
+    slow.__cause__ = TimeoutError("deadline passed")
+    assert isinstance(unreachable(slow), Unreachable)

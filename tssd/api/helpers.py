@@ -58,7 +58,7 @@ async def check_paths_off_loop(svc: Services, specs: Sequence[SubmitSpec]) -> No
             except InvalidRequest as exc:
                 if len(specs) == 1:
                     raise
-                raise InvalidRequest(f"request {index}: {exc}") from exc
+                raise type(exc)(f"request {index}: {exc}") from exc
 
     await asyncio.to_thread(check_all)
 

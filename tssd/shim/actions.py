@@ -42,8 +42,9 @@ if TYPE_CHECKING:
     Request = dict[str, Any]
     T = TypeVar("T")
 
-# dCache never retries 30-39 and disables the pool on 41-43 for a get, so only the codes the
-# API documents pass through; anything else a daemon might invent becomes a retryable 1.
+# dCache sets a flush failing with 30-39 aside for an admin and disables the pool when a
+# stage fails with 41-43 (docs/dcache.md, "Exit codes"), so only the codes the API
+# documents pass through; anything else a daemon might invent becomes a retryable 1.
 PASS_THROUGH = frozenset({EXIT_PERMANENT, 32, EXIT_NO_SPACE, EXIT_READ, EXIT_WRITE})
 FINISHED = frozenset({"done", "failed", "cancelled", "abandoned"})
 WAIT_S = 30
@@ -129,8 +130,11 @@ def do_put(client: fastclient.Client, call: Call, transfer: Transfer) -> int:
 
 
 def print_uri(request: Request) -> None:
+    # dCache records every line of stdout as a location (ScriptNearlineStorage.flush): a
+    # control character (CR, ESC, ...) is never part of a URI tssd makes, so an answer
+    # carrying one is refused, not handed to the namespace or to a terminal.
     uri = request.get("uri")
-    if not isinstance(uri, str) or not uri or "\n" in uri:
+    if not isinstance(uri, str) or not uri or not uri.isprintable() or not uri.isascii():
         raise HsmExit(EXIT_OTHER, f"request {request['id']} is done but has no usable URI")
     sys.stdout.write(uri + "\n")
     sys.stdout.flush()

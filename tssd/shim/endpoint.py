@@ -61,3 +61,12 @@ def answer(target: str, status: int, data: object) -> dict[str, Any]:
     if status >= 400:
         raise ApiError(status, data)
     return data
+
+
+def overdue(target: str, seconds: float) -> WireError:
+    """The error of an exchange that outlived its deadline (connect, request, answer).
+
+    Both clients hold one deadline per exchange, not one per socket operation: a server
+    that drips a byte at a time would otherwise hold a call for as long as it likes.
+    """
+    return WireError(f"tssd at {target} gave no complete answer within {seconds:g} s")

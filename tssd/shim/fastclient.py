@@ -17,7 +17,7 @@ import _socket
 import time
 
 from tssd.errors import ApiError, WireError
-from tssd.shim.endpoint import answer, read_token, resolve_target
+from tssd.shim.endpoint import answer, overdue, read_token, resolve_target
 
 __all__ = ["ApiError", "Client", "WireError", "decode", "encode"]
 
@@ -92,8 +92,11 @@ class Client:
         """
         if self.target.startswith("https://"):
             return self._call_https(method, path, body, timeout)
+        limit = timeout or self.timeout
         try:
-            status, raw = self._exchange(method, path, body, timeout or self.timeout)
+            status, raw = self._exchange(method, path, body, limit)
+        except TimeoutError as exc:
+            raise overdue(self.target, limit) from exc
         except OSError as exc:
             raise WireError(f"tssd unreachable at {self.target}: {exc}") from exc
         try:
@@ -103,12 +106,20 @@ class Client:
         return answer(self.target, status, data)
 
     def _exchange(self, method: str, path: str, body: Any, timeout: float) -> tuple[int, bytes]:
+        # One deadline for connect, request and the whole answer: a socket timeout alone
+        # restarts with every byte, and a server that drips one byte a second would hold
+        # the call (and the pool's script slot) without end.
+        deadline = time.monotonic() + timeout
         sock, host, prefix = self._connect(timeout)
         try:
+            sock.settimeout(_left(deadline))
             sock.sendall(self._request(method, prefix + path, host, body))
             chunks = []
             received = 0
-            while chunk := sock.recv(65536):
+            while True:
+                sock.settimeout(_left(deadline))
+                if not (chunk := sock.recv(65536)):
+                    break
                 chunks.append(chunk)
                 received += len(chunk)
                 if received > MAX_ANSWER:
@@ -201,6 +212,13 @@ def _connect_waiting(sock: _socket.socket, address: Any, timeout: float) -> None
             if time.monotonic() >= deadline:
                 raise
             time.sleep(0.002)
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("deadline passed")
+    return left
 
 
 def _split_hostport(hostport: str) -> tuple[str, int]:

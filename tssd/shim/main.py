@@ -51,7 +51,8 @@ Options, as -key=value (a bare -key is empty, i.e. unset; unknown options are ig
 Environment: TSSD_URL, TSSD_HOME (see -tssd), TSSD_TOKEN_FILE (API bearer token).
 
 Exit codes: 0 done; 1 failure dCache retries (block mode: tssd unreachable for
--reconnect-timeout; a permission error of tssd's own user); 31 permanent backend
+-reconnect-timeout; a permission error of tssd's own user; a path outside tssd's
+pool roots, fixed with tssd serve --pool-root); 31 permanent backend
 failure; 32 invalid arguments; 41 no space on the pool's file system; 42 pool file
 unreadable; 43 pool file system unwritable; 72 in progress, or tssd unreachable (poll
 mode); 143 SIGTERM (the request stays in tssd and the next call attaches to it).
@@ -66,7 +67,11 @@ class Terminated(BaseException):
 def api_exit_code(exc: fastclient.ApiError) -> int:
     if exc.exit_code in PASS_THROUGH:
         return exc.exit_code
-    return EXIT_INVALID if exc.status == 400 else EXIT_OTHER
+    # tssd names 1 for a refusal that is its installation's fault (a path outside its
+    # pool roots): dCache retries 1, but sets a flush failing with 32 aside for an admin.
+    if exc.status == 400 and not exc.exit_code_named:
+        return EXIT_INVALID
+    return EXIT_OTHER
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:

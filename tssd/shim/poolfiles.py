@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 # recall renames it into place (docs/dcache.md, "Delivery"). Same as tssd.files.
 PART_SUFFIX = ".tssd-part"
 
+# Beside ``<path>.crcval``; a stale one is a leftover of a killed call (write_crcval).
+CRCVAL_TMP_SUFFIX = ".tss-hsm.tmp"
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
+
 
 def check_source(path: str, size: int) -> None:
     # O_NONBLOCK: a FIFO must not make this call wait for a writer; O_NOFOLLOW: a pool's
@@ -124,18 +128,49 @@ def check_delivered(request_id: int, path: str, size: int) -> None:
 
 
 def write_crcval(path: str, adler32: str) -> None:
-    # Written under a temporary name so dCache never reads a half-written checksum.
-    target = path + ".crcval"
-    temporary = f"{target}.{os.getpid()}.tmp"
+    """Write ``<path>.crcval`` through a temporary name, so dCache never reads half of it.
+
+    Every step is relative to the destination directory's fd and follows no symlink: a
+    name planted in the pool directory (a symlink at the temporary name) must not make
+    this call truncate a file outside. The temporary name is fixed per destination, so
+    one that a killed call (SIGKILL: no clean-up runs) left behind is removed by the
+    next call of the same stage (unlink removes a symlink, never its target).
+    """
+    directory, name = os.path.split(path)
+    target = name + ".crcval"
+    temporary = target + CRCVAL_TMP_SUFFIX
     try:
-        with open(temporary, "w", encoding="ascii") as fh:
-            fh.write(adler32 + "\n")
-        os.replace(temporary, target)
+        dir_fd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
-        code = EXIT_NO_SPACE if exc.errno == errno.ENOSPC else EXIT_WRITE
-        raise HsmExit(code, f"cannot write {target}: {exc.strerror or exc}") from exc
-    finally:
+        raise _crcval_error(path, exc) from exc
+    try:
+        _write_temporary(dir_fd, temporary, (adler32 + "\n").encode("ascii"))
+        os.replace(temporary, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException as exc:  # SIGTERM (main.Terminated) too: leave no temporary
         try:
-            os.unlink(temporary)
+            os.unlink(temporary, dir_fd=dir_fd)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise _crcval_error(path, exc) from exc
+        raise
+    finally:
+        os.close(dir_fd)
+
+
+def _write_temporary(dir_fd: int, name: str, data: bytes) -> None:
+    try:
+        fd = os.open(name, _CREATE, 0o644, dir_fd=dir_fd)
+    except FileExistsError:
+        os.unlink(name, dir_fd=dir_fd)  # a killed call's leftover, or a planted name
+        fd = os.open(name, _CREATE, 0o644, dir_fd=dir_fd)
+    try:
+        if os.write(fd, data) != len(data):
+            raise OSError(errno.EIO, "short write")
+    finally:
+        os.close(fd)
+
+
+def _crcval_error(path: str, exc: OSError) -> HsmExit:
+    code = EXIT_NO_SPACE if exc.errno == errno.ENOSPC else EXIT_WRITE
+    return HsmExit(code, f"cannot write {path}.crcval: {exc.strerror or exc}")
