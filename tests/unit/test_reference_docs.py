@@ -17,6 +17,8 @@ import pytest
 from tssd.reference import PAGES, page
 from tssd.reference.__main__ import main as generate
 from tssd.reference.events import declared_names
+from tssd.shim import args as shim_args
+from tssd.shim.exit_codes import EXIT_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "docs" / "reference"
@@ -81,6 +83,11 @@ def test_every_logged_event_is_declared() -> None:
     logged = logged_events()
     assert len(logged) > 40
     assert {e: where for e, where in logged.items() if e not in declared_names()} == {}
+
+
+def test_every_exit_code_of_the_shim_is_explained() -> None:
+    constants = {v for k, v in vars(shim_args).items() if k.startswith("EXIT_")}
+    assert constants == {e.code for e in EXIT_CODES}
 
 
 def test_every_declared_event_is_in_the_code() -> None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tssd.reference import api, cli, events, metrics, settings
+from tssd.reference import api, cli, events, exits, metrics, settings
 
 #: File name -> the function that renders it.
 PAGES: dict[str, Callable[[], str]] = {
     "settings.md": settings.render,
     "metrics.md": metrics.render,
     "log-events.md": events.render,
+    "exit-codes.md": exits.render,
     "commands.md": cli.render,
     "http-api.md": api.render,
 }
