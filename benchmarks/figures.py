@@ -89,6 +89,15 @@ def tradeoff(trickle: Path, base: dict[str, Any], targets: list[float], bulk_s: 
         queues = run.report["queues"]
         slowdown = queues["default"]["last_s"] / bulk_s - 1
         points[label] = (queues["urgent"]["p95_s"], slowdown, run)
+        row = {
+            "tradeoff": label,
+            "urgent_p95_s": queues["urgent"]["p95_s"],
+            "within_target": queues["urgent"]["within_target"],
+            "last_bulk_s": queues["default"]["last_s"],
+            "bulk_slowdown": round(slowdown, 4),
+            "mounts": run.report["mounts"],
+        }
+        print(json.dumps(row))
     return points
 
 
