@@ -1,7 +1,9 @@
 """Text formatting for tssctl: sizes, durations, timestamps, tables and progress lines.
 
-Sizes use SI units (1 MB = 10^6 bytes) like the rest of tssd (contracts section 4), so
-that figures in tssctl, the metrics and simulation reports can be compared directly.
+Sizes use SI units (1 MB = 10^6 bytes) like the rest of tssd (the simulation reports too),
+so that figures in tssctl, the metrics and simulation reports can be compared directly.
+Every cell and value shown passes through :func:`cell`, which escapes control characters
+(:mod:`tssd.printable`): the text comes from pools, operators and backends.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from rich.progress import Progress as RichProgress
 from rich.table import Table
 
 from tssd.domain import State
+from tssd.printable import printable
 
 _UNITS = ("B", "kB", "MB", "GB", "TB", "PB", "EB")
 NONE = "-"
@@ -96,7 +99,7 @@ def cell(value: Any) -> str:
         return NONE
     if isinstance(value, bool):
         return "yes" if value else "no"
-    return str(value)
+    return printable(str(value))
 
 
 def shorten(text: str, width: int) -> str:
@@ -275,15 +278,16 @@ STATES = tuple(state.value for state in State)
 def status(data: dict[str, Any]) -> str:
     accepting = "accepting requests" if data.get("accepting", True) else "NOT accepting requests"
     head = (
-        f"tssd {data.get('version', '?')}  up {human_duration(data.get('uptime_s'))}"
-        f"  backend {data.get('backend', '?')}  database {data.get('database', '?')}"
+        f"tssd {cell(data.get('version', '?'))}  up {human_duration(data.get('uptime_s'))}"
+        f"  backend {cell(data.get('backend', '?'))}  database {cell(data.get('database', '?'))}"
         f"  {accepting}"
     )
     warnings = data.get("warnings") or []
     if isinstance(warnings, list):
         for warning in warnings:
             # Every line of tssctl's output fits 100 columns.
-            head += "\n" + textwrap.fill(f"WARNING: {warning}", 100, subsequent_indent="  ")
+            text = f"WARNING: {cell(warning)}"
+            head += "\n" + textwrap.fill(text, 100, subsequent_indent="  ")
     throughput = data.get("throughput") or {}
     last_minute = throughput.get("bytes_last_minute")
     rate = human_rate(last_minute / 60 if last_minute is not None else None)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tssd.printable import printable_line
 from tssd.shim.names import QUEUE
 from tssd.wire import ApiError, Client, WireError, resolve_target
 
@@ -185,7 +186,8 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def fail(message: str, code: int) -> int:
-    print(f"tssctl: {message}", file=sys.stderr)
+    """One ``tssctl:`` line on stderr; the message may quote the daemon or a file name."""
+    print(f"tssctl: {printable_line(message)}", file=sys.stderr)
     return code
 
 

@@ -25,6 +25,7 @@ from tssd.cli.commands import (
     queue_name,
     wants_json,
 )
+from tssd.printable import printable_line
 from tssd.shim.names import PNFSID
 from tssd.wire import ApiError, Client
 
@@ -88,7 +89,7 @@ def recall(args: argparse.Namespace, client: Client) -> int:
 
 def report_bad_lines(errors: list[str]) -> int:
     for message in errors[:MAX_LISTED_BAD_LINES]:
-        print(message, file=sys.stderr)
+        print(printable_line(message), file=sys.stderr)
     more = len(errors) - MAX_LISTED_BAD_LINES
     tail = f" ({more} more not shown)" if more > 0 else ""
     return fail(f"{len(errors)} bad lines{tail}; nothing submitted", EXIT_INVALID)

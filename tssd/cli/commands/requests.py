@@ -102,5 +102,5 @@ def _change(args: argparse.Namespace, client: Client, action: str) -> int:
     if wants_json(args):
         emit_json(data)
     else:
-        print(f"request {args.id}: {data['request'].get('state')}")
+        print(f"request {args.id}: {render.cell(data['request'].get('state'))}")
     return EXIT_OK
