@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tssd.printable import printable_line
+from tssd.shim.endpoint import SYSTEM_SOCKET
 from tssd.shim.names import QUEUE
 from tssd.wire import ApiError, Client, WireError, resolve_target
 
@@ -48,8 +49,9 @@ def _epilog(doc: str | None) -> str:
 
 
 FINDING = """\
-tssd is found at --tssd, else $TSSD_URL, else $TSSD_HOME/tssd.sock,
-else ~/.local/state/tssd/tssd.sock. Set TSSCTL_DEBUG=1 to see tracebacks."""
+tssd is found at --tssd, else $TSSD_URL, else $TSSD_HOME/tssd.sock (default
+~/.local/state/tssd/tssd.sock) if it exists, else /run/tssd/tssd.sock (the shipped
+systemd unit's) if it exists. Set TSSCTL_DEBUG=1 to see tracebacks."""
 EPILOG = _epilog(__doc__)
 HELP_LAYOUT: dict[str, Any] = {
     "epilog": EPILOG,
@@ -197,11 +199,15 @@ def api_exit_code(status: int) -> int:
     )
 
 
-def target_origin(explicit: str | None, environ: dict[str, str] | os._Environ[str]) -> str:
+def target_origin(
+    explicit: str | None, environ: dict[str, str] | os._Environ[str], target: str = ""
+) -> str:
     if explicit:
         return "from --tssd"
     if environ.get("TSSD_URL"):
         return "from TSSD_URL"
+    if target == SYSTEM_SOCKET:
+        return "the systemd unit's socket"
     if environ.get("TSSD_HOME"):
         return "from TSSD_HOME"
     return "the default location"
@@ -211,7 +217,7 @@ def unreachable_message(exc: WireError, explicit: str | None) -> str:
     target = resolve_target(explicit)
     cause = exc.__cause__
     if not isinstance(cause, OSError | http.client.HTTPException):
-        return f"{exc} ({target_origin(explicit, os.environ)})"
+        return f"{exc} ({target_origin(explicit, os.environ, target)})"
     reasons: dict[type[Exception], str] = {
         FileNotFoundError: "no such socket",
         ConnectionRefusedError: "connection refused",
@@ -220,7 +226,8 @@ def unreachable_message(exc: WireError, explicit: str | None) -> str:
     }
     reason = reasons.get(type(cause), str(cause) or type(cause).__name__)
     return (
-        f"cannot reach tssd at {target} ({target_origin(explicit, os.environ)}: {reason}); "
+        f"cannot reach tssd at {target} ({target_origin(explicit, os.environ, target)}: "
+        f"{reason}); "
         "is `tssd serve` running? Point tssctl elsewhere with --tssd TARGET or TSSD_URL"
     )
 
