@@ -156,3 +156,25 @@ def test_status_lists_the_busiest_queues_and_says_how_many_more() -> None:
     assert any(line.startswith("q12345 ") for line in lines)  # the one with work, first
     assert f"... and {20_000 - render.STATUS_QUEUES} more queues" in text
     assert "tssctl queues list" in text
+
+
+def test_report_without_matplotlib_prints_the_report_and_one_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hint names a command that works from a checkout and from an installed tssd
+    (`pip install 'tssd[plot]'` needs tssd on an index): this Python's pip."""
+    import sys
+
+    from tssd.wire import Client
+
+    monkeypatch.setattr(Client, "call", lambda *a, **k: _report())
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    png = tmp_path / "eff.png"
+    assert main(["report", "efficiency", "--since", "1d", "--plot", str(png)]) == 1
+    out, err = capsys.readouterr()
+    assert "mount efficiency:  50.0%" in out
+    assert err == (
+        f"tssctl: {png} not drawn: --plot needs matplotlib:"
+        f" {sys.executable} -m pip install matplotlib\n"
+    )
+    assert not png.exists()
