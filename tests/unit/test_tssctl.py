@@ -603,3 +603,19 @@ def test_recall_refuses_a_fifo_a_device_and_unbounded_lists(
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\0" * 100_000)))
     assert main(["--tssd", sock, "recall", "--file-list", "-"]) == 6
     assert "line 1 is longer than" in capsys.readouterr().err
+
+
+def test_list_limit_prints_the_command_of_the_next_page(
+    fake: FakeTssd, sock: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shlex
+
+    for i in range(12):
+        fake.add(state="failed" if i % 2 else "queued")
+    code, out, err = run(capsys, sock, "requests", "list", "--state", "failed", "--limit", "4")
+    assert code == 0 and len(out.splitlines()) == 5
+    command = err.partition("the next page: ")[2].partition(" (or --all)")[0]
+    assert command == "tssctl requests list --state failed --limit 4 --after 8"
+    code, out, err = run(capsys, sock, *shlex.split(command)[1:])
+    assert code == 0 and err == ""
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["10", "12"]
