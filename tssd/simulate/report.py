@@ -1,4 +1,4 @@
-"""The JSON report of a simulated campaign (contracts section 4) and its throughput plot."""
+"""The JSON report of a simulated campaign (keys: docs/benchmarks.md) and its throughput plot."""
 
 from __future__ import annotations
 
