@@ -548,6 +548,8 @@ def test_progress_rate_and_eta() -> None:
     assert progress.rates() == (0.2, 200.0)
     assert progress.eta() == 40.0
     assert "ETA 40s" in progress.line()
+    progress.update(10, 10_000, 10_000, now=20.0)  # finished: no ETA at all
+    assert progress.eta() is None and "ETA" not in progress.line()
 
 
 def test_progress_bar_on_a_terminal_line_into_a_pipe() -> None:

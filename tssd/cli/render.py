@@ -207,7 +207,7 @@ class Progress:
     def eta(self) -> float | None:
         file_rate, byte_rate = self.rates()
         if self.files_done >= self.files_total:
-            return 0.0
+            return None  # finished: nothing is expected any more ("ETA 0s" read as coming)
         # Bytes predict better than files when sizes vary, but recall sizes may be unknown.
         if byte_rate and self.bytes_total > self.bytes_done:
             return (self.bytes_total - self.bytes_done) / byte_rate
@@ -218,11 +218,12 @@ class Progress:
     def line(self, failed: int = 0) -> str:
         _, byte_rate = self.rates()
         pct = 100.0 * self.files_done / self.files_total if self.files_total else 100.0
+        finished = self.files_done >= self.files_total
         text = (
             f"files {self.files_done}/{self.files_total} ({pct:.1f}%)"
             f"  bytes {human_size(self.bytes_done)}/{human_size(self.bytes_total)}"
-            f"  rate {human_rate(byte_rate)}  ETA {human_duration(self.eta())}"
-        )
+            f"  rate {human_rate(byte_rate)}"
+        ) + ("" if finished else f"  ETA {human_duration(self.eta())}")
         return text + (f"  failed {failed}" if failed else "")
 
 
