@@ -8,7 +8,6 @@ Every cell and value shown passes through :func:`cell`, which escapes control ch
 
 from __future__ import annotations
 
-import io
 import shutil
 import sys
 import textwrap
@@ -19,11 +18,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, TaskID, TextColumn
 from rich.progress import Progress as RichProgress
-from rich.table import Table
 
 from tssd.domain import State
 from tssd.printable import printable
@@ -132,38 +130,31 @@ def table(
     right: Iterable[int] = (),
     width: int | None = None,
 ) -> str:
-    """Aligned columns (rich) that fit *width*; ``right`` lists the numeric columns.
+    """Aligned columns, two blanks apart, that fit *width*; ``right`` lists the numeric
+    columns; the header is bold on a terminal.
 
     Cells too wide for the terminal are cut with an ellipsis rather than wrapped, so a
-    row stays one line (``| grep`` and ``| wc -l`` keep working).
+    row stays one line (``| grep`` and ``| wc -l`` keep working). Laid out here rather
+    than by rich's Table, which took 10 s for 20,000 rows.
     """
     cells = [[cell(v) for v in row] for row in rows]
     width = width or output_width()
-    natural = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    caps = _fit(natural, width - 2 * (len(headers) - 1))
+    natural = [max([cell_len(h), *(cell_len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    widths = _fit(natural, width - 2 * (len(headers) - 1))
     align = set(right)
-    grid = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 1))
-    for i, header in enumerate(headers):
-        grid.add_column(
-            header,
-            justify="right" if i in align else "left",
-            no_wrap=True,
-            overflow="ellipsis",
-            max_width=caps[i],
-        )
-    for row in cells:
-        grid.add_row(*(escape(c) for c in row))
-    out = io.StringIO()
-    tty = sys.stdout.isatty()
-    console = Console(
-        file=out,
-        width=width,
-        force_terminal=tty,
-        color_system="standard" if tty else None,
-        highlight=False,
-    )
-    console.print(grid)
-    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
+    head = _line(headers, widths, align)
+    if sys.stdout.isatty():
+        head = f"\x1b[1m{head}\x1b[0m"
+    return "\n".join([head, *(_line(row, widths, align) for row in cells)])
+
+
+def _line(values: Sequence[str], widths: Sequence[int], right: set[int]) -> str:
+    parts = []
+    for i, (value, room) in enumerate(zip(values, widths, strict=True)):
+        text = set_cell_size(value, room - 1) + "…" if cell_len(value) > room else value
+        pad = " " * (room - cell_len(text))
+        parts.append(pad + text if i in right else text + pad)
+    return "  ".join(parts).rstrip()
 
 
 def key_values(pairs: Iterable[tuple[str, Any]]) -> str:
