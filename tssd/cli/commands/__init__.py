@@ -107,7 +107,8 @@ def _common_options() -> argparse.ArgumentParser:
         "--tssd",
         metavar="TARGET",
         default=argparse.SUPPRESS,
-        help="tssd socket path or http(s) URL (default: $TSSD_URL, $TSSD_HOME/tssd.sock)",
+        help="tssd socket path or http(s) URL (default: $TSSD_URL, $TSSD_HOME/tssd.sock,"
+        " /run/tssd/tssd.sock)",
     )
     common.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the API's JSON"
