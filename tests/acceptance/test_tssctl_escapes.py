@@ -130,6 +130,7 @@ def test_no_view_prints_a_control_character_raw(
             out, err = capsys.readouterr()
             raw = sorted({c for c in out + err if c in RAW})
             assert not raw, f"tssctl {' '.join(argv)!r} printed {raw!r}:\n{out}{err}"
+            assert "unexpected error" not in err, (argv, err)  # shown, not crashed on
             shown[" ".join(words)] = out + err
     # The escapes are shown, not dropped: the operator sees what the path holds.
     assert printable(HOSTILE) in shown["requests show"]
