@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/campaigns.py SCENARIO OUTDIR [--seed N] [--scale F]
 
-Scenarios (sizes in the spirit of the GridKa paper, reference.md section 1):
+Scenarios (sizes in the spirit of GridKa's CHEP 2019 paper):
   gridka        60 tapes of ~1,000 files (2 GB average, lognormal), 30,000 of them
                 requested in random order at t=0 (the paper's 30,000-request test).
   whole6        whole-tape recall: every file of 6 tapes (15,536 files, 2 GB average).

@@ -5,7 +5,7 @@ Usage: python benchmarks/sched_acceptance.py CAMPAIGN_DIR --profile P --policy P
 
 CAMPAIGN_DIR holds catalog.csv and requests.csv (``benchmarks/campaigns.py``). ``--set``
 overrides a ``[scheduler]`` setting for the run (e.g. ``--set rao=off``), which the
-``tssd simulate`` command line does not expose. Prints the report (contracts section 4,
+``tssd simulate`` command line does not expose. Prints the report (the keys of docs/benchmarks.md,
 plus ``locate_s`` and per-queue figures).
 """
 

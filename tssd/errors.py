@@ -4,7 +4,7 @@ Every error tssd raises derives from :class:`TssdError`. Errors that come from a
 (database, backend library, operating system) are translated at the module boundary with
 ``raise ... from exc`` so that callers handle one small tree.
 
-Each error carries ``exit_code``: the ``tss-hsm`` exit code (contracts section 2) that a
+Each error carries ``exit_code``: the ``tss-hsm`` exit code (docs/dcache.md, "Exit codes") that a
 request failing with this error reports to dCache.
 """
 

@@ -1,4 +1,4 @@
-"""Prometheus metrics (contracts section 5), one registry per daemon: no global state.
+"""Prometheus metrics (listed in docs/operations.md), one registry per daemon: no global state.
 
 No label may take one value per tape or per file: per-tape figures live in the database
 (``tapes.mounts``, ``mounts`` history), not in label sets.

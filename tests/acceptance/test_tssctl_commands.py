@@ -1,4 +1,4 @@
-"""Every tssctl command of contracts section 3 against a real ``tssd serve``, run as a new
+"""Every tssctl command of docs/operations.md against a real ``tssd serve``, run as a new
 user would: human output that fits 100 columns, ``--json`` that parses, exit codes."""
 
 from __future__ import annotations

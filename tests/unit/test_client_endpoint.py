@@ -217,3 +217,44 @@ def test_tss_hsm_in_poll_mode_gives_a_dripping_server_72_after_its_deadline(
     result = run_hsm(FakeTssd(dripping_server), *args)
     assert (result.returncode, result.stdout) == (72, "")
     assert "gave no complete answer within 30 s" in one_line(result.stderr)
+
+
+def test_without_flags_both_clients_find_the_shipped_units_socket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """deploy/tssd.service keeps its state in /var/lib/tssd and its socket in /run/tssd:
+    an operator's shell has no TSSD_HOME, and finds that socket with no flag."""
+    from tssd.cli.tssctl import main
+
+    for name in ("TSSD_URL", "TSSD_HOME", "TSSD_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "operator"))
+    unit = tmp_path / "run" / "tssd.sock"
+    monkeypatch.setattr(endpoint, "SYSTEM_SOCKET", str(unit))
+    own = str(tmp_path / "operator/.local/state/tssd/tssd.sock")
+    assert endpoint.resolve_target() == own  # neither exists: the error names one's own
+    unit.parent.mkdir()
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(unit))
+    server.listen()
+    answered = threading.Thread(target=_answer_status, args=(server,), daemon=True)
+    answered.start()
+    assert wire.Client().target == fastclient.Client().target == str(unit)
+    assert main(["--json", "status"]) == 0
+    assert '"version": "t"' in capsys.readouterr().out
+    answered.join(10)
+    server.close()
+    # One's own daemon, when it runs, comes first.
+    Path(own).parent.mkdir(parents=True)
+    Path(own).touch()
+    assert endpoint.resolve_target() == own
+
+
+def _answer_status(server: socket.socket) -> None:
+    conn, _ = server.accept()
+    with conn, conn.makefile("rb") as reader:
+        while reader.readline() not in (b"\r\n", b""):
+            pass
+        body = b'{"version": "t"}'
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+        conn.sendall(head.encode() + b"\r\nConnection: close\r\n\r\n" + body)

@@ -250,3 +250,28 @@ def test_docs_show_the_deploy_lines() -> None:
         if words[:2] == ["hsm", "create"]:
             assert shlex.join(words) in docs, words
     assert "rh set timeout 600\n" not in docs
+
+
+def test_the_docs_run_tssctl_as_the_units_user() -> None:
+    """An operator who copies `sudo -u USER tssctl` from the docs gets the admin role only
+    as the daemon's own user: the unit's User=."""
+    user = unit_settings()["User"]
+    docs = [DEPLOY.parent / "README.md", *sorted((DEPLOY.parent / "docs").glob("*.md"))]
+    named = {m for path in docs for m in re.findall(r"sudo -u (\S+) tssctl", path.read_text())}
+    assert named == {user}
+
+
+def test_the_units_documentation_is_installed_with_tssd() -> None:
+    """Every Documentation= file is a document of docs/ that the wheel installs there."""
+    import tomllib
+
+    project = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text())
+    shared = project["tool"]["hatch"]["build"]["targets"]["wheel"]["shared-data"]
+    prefix = Path(shlex.split(unit_settings()["ExecStart"])[0]).parents[1]
+    links = unit_settings()["Documentation"].split()
+    assert links
+    for link in links:
+        assert link.startswith(f"file://{prefix}/"), link
+        installed = link.removeprefix(f"file://{prefix}/")
+        [source] = [src for src, dest in shared.items() if dest == installed]
+        assert (DEPLOY.parent / source).is_file(), source

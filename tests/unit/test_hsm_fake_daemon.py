@@ -394,6 +394,18 @@ def test_poll_reports_a_failure_once(fake: FakeTssd, tmp_path: Path) -> None:
     assert len(fake.requests) == 2
 
 
+def test_a_failure_reason_reaches_stderr_escaped(fake: FakeTssd, tmp_path: Path) -> None:
+    """The reason is the daemon's (it may quote a path): no ESC, OSC, CR or C1 raw in
+    the pool's log, which an operator reads with `less` or `tail` on a terminal."""
+    args = ("get", PNFSID, str(tmp_path / PNFSID), "-si=size=4;", f"-uri={URI}", "-mode=poll")
+    assert run_hsm(fake, *args).returncode == 72
+    failing(31, "cannot open /pool/\x1b]0;owned\x07\r\x9b2J")(fake.requests[1])
+    failed = run_hsm(fake, *args)
+    assert failed.returncode == 31
+    assert "cannot open /pool/\\x1b]0;owned\\x07 \\u009b2J" in one_line(failed.stderr)
+    assert not {c for c in failed.stderr if c < " " or "\x7f" <= c < "\xa0"} - {"\n"}
+
+
 def test_shim_imports_nothing_costly() -> None:
     # The cost budget of one call (docs/benchmarks.md) holds only without these modules.
     root = Path(__file__).resolve().parents[2]
@@ -408,9 +420,10 @@ def test_shim_imports_nothing_costly() -> None:
     costly = {"re", "json", "socket", "enum", "typing", "dataclasses", "http.client",
               "email", "urllib.parse", "contextlib", "collections", "tssd.wire"}  # fmt: skip
     assert not costly & loaded
-    # tssd.errors imports nothing; the shim's errors are in the tree every other part uses.
+    # tssd.errors and tssd.printable import nothing; the shim's errors are in the tree
+    # every other part uses, and its stderr line is escaped like every other renderer's.
     outside = {m for m in loaded if m.startswith("tssd.") and not m.startswith("tssd.shim")}
-    assert outside == {"tssd.errors"}
+    assert outside == {"tssd.errors", "tssd.printable"}
 
 
 def test_poll_mode_finishes_a_done_request(fake: FakeTssd, tmp_path: Path) -> None:

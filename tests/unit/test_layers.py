@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tssd.background",
             "tssd.submit",
             "tssd.bodies",
+            "tssd.printable",  # the one control-character escaper of every renderer
             "tssd.shim.names",  # the name patterns; the rest of tssd.shim is a client
             "tssd.shim.endpoint",  # the clients' target and state directory, also config's
         ),

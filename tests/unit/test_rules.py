@@ -197,3 +197,14 @@ def test_the_scheduling_doc_lists_every_rule() -> None:
     assert rows == HOLD, "docs/scheduling.md: a row per hold rule, in the order tried"
     other = text[text.index("Other answers:") :][:800]
     assert all(f"`{r.name}`" in other for r in ANSWERS)
+
+
+@pytest.mark.parametrize("state", ["done", "failed", "cancelled", "abandoned"])
+def test_a_finished_request_has_no_eta(state: str) -> None:
+    from tssd.scheduler.explain import explain
+
+    at = datetime(2026, 11, 30, tzinfo=UTC)
+    row = SimpleNamespace(id=1, state=state, queue="default", created_at=at, finished_at=at)
+    scheduler = SimpleNamespace(chooser=SimpleNamespace(queues={}))
+    why = explain(scheduler, row)  # type: ignore[arg-type]
+    assert (why["rule"], why["eta_s"], why["eta"]) == ("done", None, None)

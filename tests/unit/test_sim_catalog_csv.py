@@ -1,4 +1,4 @@
-"""Catalog CSV import and export of the simulated library (contracts section 4)."""
+"""Catalog CSV import and export of the simulated library (docs/api.md, "catalog CSV")."""
 
 from __future__ import annotations
 

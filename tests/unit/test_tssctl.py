@@ -548,6 +548,8 @@ def test_progress_rate_and_eta() -> None:
     assert progress.rates() == (0.2, 200.0)
     assert progress.eta() == 40.0
     assert "ETA 40s" in progress.line()
+    progress.update(10, 10_000, 10_000, now=20.0)  # finished: no ETA at all
+    assert progress.eta() is None and "ETA" not in progress.line()
 
 
 def test_progress_bar_on_a_terminal_line_into_a_pipe() -> None:
@@ -569,3 +571,53 @@ def test_progress_bar_on_a_terminal_line_into_a_pipe() -> None:
         line.show(f"t{now}", now=now)
     line.show("end", now=6.5, final=True)
     assert piped.getvalue() == "t0.0\nt5.5\nend\n"
+
+
+@pytest.mark.timeout(30)
+def test_recall_refuses_a_fifo_a_device_and_unbounded_lists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing is read without bound and nothing waits: each ends in one clear line."""
+    import os
+
+    from tssd.cli.commands import recall
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # no writer: opening it for reading would block
+    sock = str(tmp_path / "none.sock")
+    for path, said in (
+        (str(fifo), "not a regular file"),
+        (str(tmp_path), "not a regular file"),
+        ("/dev/zero", "not a regular file"),
+    ):
+        assert main(["--tssd", sock, "recall", "--file-list", path]) == 6
+        err = capsys.readouterr().err
+        assert said in err and "nothing submitted" in err and len(err.splitlines()) == 1
+    long_line = tmp_path / "long.txt"
+    long_line.write_bytes(b"0000AB /pool/" + b"x" * 20_000 + b"\n")
+    assert main(["--tssd", sock, "recall", "--file-list", str(long_line)]) == 6
+    assert "line 1 is longer than" in capsys.readouterr().err
+    monkeypatch.setattr(recall, "MAX_LINES", 3)
+    many = tmp_path / "many.txt"
+    many.write_text("".join(f"{i:08X} /pool/{i}\n" for i in range(4)))
+    assert main(["--tssd", sock, "recall", "--file-list", str(many)]) == 6
+    assert "more than 3 lines" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\0" * 100_000)))
+    assert main(["--tssd", sock, "recall", "--file-list", "-"]) == 6
+    assert "line 1 is longer than" in capsys.readouterr().err
+
+
+def test_list_limit_prints_the_command_of_the_next_page(
+    fake: FakeTssd, sock: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shlex
+
+    for i in range(12):
+        fake.add(state="failed" if i % 2 else "queued")
+    code, out, err = run(capsys, sock, "requests", "list", "--state", "failed", "--limit", "4")
+    assert code == 0 and len(out.splitlines()) == 5
+    command = err.partition("the next page: ")[2].partition(" (or --all)")[0]
+    assert command == "tssctl requests list --state failed --limit 4 --after 8"
+    code, out, err = run(capsys, sock, *shlex.split(command)[1:])
+    assert code == 0 and err == ""
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["10", "12"]

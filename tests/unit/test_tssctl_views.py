@@ -142,3 +142,39 @@ def test_report_view_and_plot(tmp_path: Path) -> None:
     png = tmp_path / "eff.png"
     plot(report, png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_status_lists_the_busiest_queues_and_says_how_many_more() -> None:
+    queues = [
+        {"name": f"q{i:05d}", "priority": 0, "max_drives": None, "paused": False,
+         "queued": 0 if i != 12345 else 7, "active": 0}
+        for i in range(20_000)
+    ]  # fmt: skip
+    text = render.status({"queues": queues})
+    lines = text.splitlines()
+    assert len(lines) < 60
+    assert any(line.startswith("q12345 ") for line in lines)  # the one with work, first
+    assert f"... and {20_000 - render.STATUS_QUEUES} more queues" in text
+    assert "tssctl queues list" in text
+
+
+def test_report_without_matplotlib_prints_the_report_and_one_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hint names a command that works from a checkout and from an installed tssd
+    (`pip install 'tssd[plot]'` needs tssd on an index): this Python's pip."""
+    import sys
+
+    from tssd.wire import Client
+
+    monkeypatch.setattr(Client, "call", lambda *a, **k: _report())
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    png = tmp_path / "eff.png"
+    assert main(["report", "efficiency", "--since", "1d", "--plot", str(png)]) == 1
+    out, err = capsys.readouterr()
+    assert "mount efficiency:  50.0%" in out
+    assert err == (
+        f"tssctl: {png} not drawn: --plot needs matplotlib:"
+        f" {sys.executable} -m pip install matplotlib\n"
+    )
+    assert not png.exists()

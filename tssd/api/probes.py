@@ -9,6 +9,7 @@ from aiohttp import web
 from tssd.api.helpers import services
 from tssd.api.openapi import openapi_document
 from tssd.api.status_page import status_page
+from tssd.errors import NotFound
 from tssd.metrics import CONTENT_TYPE
 
 
@@ -34,6 +35,20 @@ def add_routes(app: web.Application) -> None:
     """The full API's daemon-wide routes (the probes are mounted on their own)."""
     app.router.add_get("/v1/status", status)
     app.router.add_get("/openapi.json", openapi)
+
+
+async def not_the_api(request: web.Request) -> web.Response:
+    # A client given the metrics port by mistake learns which port it reached.
+    raise NotFound(
+        "this is tssd's metrics listener (api.metrics_tcp: /metrics, /healthz, /status), "
+        "not its API: point tssctl or tss-hsm at the API socket ($TSSD_HOME/tssd.sock, or "
+        "/run/tssd/tssd.sock of the systemd unit) or at api.tcp"
+    )
+
+
+def add_listener_routes(app: web.Application) -> None:
+    """The metrics listener's answer to an API path."""
+    app.router.add_route("*", "/v1/{tail:.*}", not_the_api)
 
 
 def add_probe_routes(app: web.Application) -> None:

@@ -41,7 +41,7 @@ ROUTES: tuple[Mount, ...] = (
     probes.add_routes,
 )
 #: The metrics listener (``api.metrics_tcp``): probes only.
-PROBE_ROUTES: tuple[Mount, ...] = (probes.add_probe_routes,)
+PROBE_ROUTES: tuple[Mount, ...] = (probes.add_probe_routes, probes.add_listener_routes)
 
 
 def add_routes(app: web.Application, *, probes_only: bool = False) -> None:

@@ -248,9 +248,9 @@ class TapeBackend(abc.ABC):
         raise NotSupported(f"the {self.name} backend cannot list its whole catalog")
 
     async def import_catalog(self, source: TextIO, *, replace: bool) -> dict[str, Any]:
-        """Load copies from a catalog CSV (contracts section 4); return counts."""
+        """Load copies from a catalog CSV (docs/api.md, "catalog CSV"); return counts."""
         raise NotSupported(f"the {self.name} backend cannot import a catalog")
 
     async def export_catalog(self, target: TextIO) -> int:
-        """Write the catalog as CSV (contracts section 4); return the rows written."""
+        """Write the catalog as CSV (docs/api.md, "catalog CSV"); return the rows written."""
         raise NotSupported(f"the {self.name} backend cannot export its catalog")

@@ -1,6 +1,6 @@
 """Files with several copies, and the mounts the choice of copy costs (``tssctl duplicates``).
 
-GridKa's lesson (reference.md section 1): dCache re-wrote files whose store it never saw
+GridKa's lesson (their CHEP 2019 paper on TSS): dCache re-wrote files whose store it never saw
 acknowledged, so a recall list from 10 tapes needed 58 mounts when the newest copy of
 each file was read. To recall every file in the catalog, one copy per file must be read;
 the number of distinct volumes holding the chosen copies is the number of mounts. Three

@@ -13,11 +13,12 @@ from typing import Any
 
 from rich import box
 from rich.console import Group, RenderableType
-from rich.markup import escape
+from rich.markup import escape as markup_escape
 from rich.table import Table
 from rich.text import Text
 
 from tssd.cli.render import NONE, human_duration, human_size, parse_time, when
+from tssd.printable import printable
 
 BAR = 10
 STATE_STYLE = {"busy": "bold green", "mounting": "yellow", "mounted": "cyan", "empty": "dim",
@@ -52,12 +53,18 @@ def _table(title: str, plain: bool = False) -> Table:
 def _header(data: dict[str, Any], interval: float, plain: bool) -> Text:
     at = parse_time(data.get("at"))
     stamp = at.astimezone(UTC).strftime("%H:%M:%S UTC") if at else NONE
-    instance = f" - instance {data['instance']}" if data.get("instance") else ""
+    instance = f" - instance {printable(str(data['instance']))}" if data.get("instance") else ""
     keys = "" if plain else "  (q quits)"
     text = Text(f"tssd top - {stamp}{instance} - every {interval:g} s{keys}", style="bold")
     if data.get("stale"):
-        text.append(f"\ntssd unreachable, figures are stale: {data['stale']}", style="bold red")
+        stale = printable(str(data["stale"]))
+        text.append(f"\ntssd unreachable, figures are stale: {stale}", style="bold red")
     return text
+
+
+def _text(value: str) -> str:
+    """A cell from the API, control characters escaped, safe as rich markup."""
+    return markup_escape(printable(value))
 
 
 def bar(done: int, planned: int, plain: bool = False) -> str:
@@ -85,13 +92,13 @@ def drives_table(drives: list[dict[str, Any]], several: bool, plain: bool) -> Ta
     for d in drives:
         mounted = d.get("volume") is not None
         state = d["state"]
-        cells = [escape(d["name"])]
+        cells = [_text(d["name"])]
         if several:
-            cells.append(escape(d.get("instance") or NONE))
+            cells.append(_text(d.get("instance") or NONE))
         cells += [
-            state if plain else f"[{STATE_STYLE.get(state, '')}]{escape(state)}[/]",
-            escape(d.get("volume") or NONE),
-            escape(_purpose(d.get("purpose"))),
+            _text(state) if plain else f"[{STATE_STYLE.get(state, '')}]{_text(state)}[/]",
+            _text(d.get("volume") or NONE),
+            _text(_purpose(d.get("purpose"))),
             bar(d["bytes_done"], d["bytes_planned"], plain) if mounted else NONE,
             f"{count(d['files_done'])}/{count(d['files_planned'])}" if mounted else NONE,
             f"{size(d['bytes_done'])}/{size(d['bytes_planned'])}" if mounted else NONE,
@@ -154,7 +161,7 @@ def queues_table(queues: list[dict[str, Any]]) -> Table:
         late = target is not None and p95 is not None and p95 > target
         notes = [n for n, on in (("paused", q.get("paused")), ("over target", late)) if on]
         t.add_row(
-            escape(q["name"]),
+            _text(q["name"]),
             str(q["queued"]),
             str(q["active"]),
             _short_duration(q.get("oldest_wait_s")),
@@ -179,9 +186,9 @@ def mounts_table(mounts: list[dict[str, Any]]) -> Table:
     for m in reversed(mounts):  # newest first
         eff = m.get("efficiency")
         t.add_row(
-            escape(m["drive"]),
-            escape(m["volume"]),
-            escape(m.get("purpose") or NONE),
+            _text(m["drive"]),
+            _text(m["volume"]),
+            _text(m.get("purpose") or NONE),
             when(m.get("requested_at")),
             "open" if m.get("open") else _short_duration(m.get("session_s")),
             str(m["files"]),

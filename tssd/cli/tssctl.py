@@ -1,10 +1,11 @@
 """tssctl: the operator command line of tssd.
 
 It talks to a running tssd over its HTTP API (docs/api.md) with the standard-library
-client in :mod:`tssd.wire`, found like ``tss-hsm`` finds it: ``--tssd TARGET`` (socket
-path or http(s) URL), else ``$TSSD_URL``, else ``$TSSD_HOME/tssd.sock``, else
-``~/.local/state/tssd/tssd.sock``. Human tables by default; ``--json`` prints the API's
-own JSON objects for scripts.
+client in :mod:`tssd.wire`, found like ``tss-hsm`` finds it (:mod:`tssd.shim.endpoint`):
+``--tssd TARGET`` (socket path or http(s) URL), else ``$TSSD_URL``, else the state
+directory's ``tssd.sock`` when it exists, else the systemd unit's ``/run/tssd/tssd.sock``
+when it exists. Human tables by default; ``--json`` prints the API's own JSON objects for
+scripts.
 
 The subcommands live in :mod:`tssd.cli.commands`, one module per group, together with the
 registry, the exit codes and the error mapping; this module only wires them up.

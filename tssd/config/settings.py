@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import tomllib
 import types
@@ -162,7 +163,40 @@ def load_settings(
         sections[name] = _build_section(name, cls, table, env, origin)
     if data:
         raise ConfigError(f"unknown setting(s) in {path}: {', '.join(sorted(data))}")
+    _check_environment(env)
     return Settings(home=home, queues=queues, **sections), origin
+
+
+#: TSSD_* variables that are no setting of a section: the clients' and the loader's own.
+ENVIRONMENT = frozenset({"TSSD_HOME", "TSSD_CONFIG", "TSSD_QUEUES", "TSSD_URL",
+                         "TSSD_TOKEN_FILE"})  # fmt: skip
+
+
+def environment_names() -> frozenset[str]:
+    """Every TSSD_* name tssd reads."""
+    keys = {f"TSSD_{n.upper()}_{f.name.upper()}" for n, c in SECTIONS.items()
+            for f in dataclasses.fields(c)}  # fmt: skip
+    return ENVIRONMENT | keys
+
+
+def _check_environment(env: Mapping[str, str]) -> None:
+    """A misspelt TSSD_<SECTION>_<KEY> is refused like a misspelt TOML key, not ignored.
+
+    A name is taken for a setting when it starts with a section's prefix or is close to a
+    real name; other TSSD_* variables (a test harness's, a site's scripts') pass.
+    """
+    names = environment_names()
+    prefixes = tuple(f"TSSD_{name.upper()}_" for name in SECTIONS)
+    typos = []
+    for name in sorted(k for k in env if k.startswith("TSSD_") and k not in names):
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.85)
+        if close or name.startswith(prefixes):
+            typos.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    if typos:
+        raise ConfigError(
+            f"unknown setting(s) in the environment: {', '.join(typos)}; `tssd config` "
+            "lists every setting, the variable of [section] key is TSSD_SECTION_KEY"
+        )
 
 
 def _build_section(

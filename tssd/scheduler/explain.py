@@ -91,7 +91,9 @@ def eta_fields(scheduler: Scheduler, row: RequestView) -> dict[str, Any]:
 
 def _why(scheduler: Scheduler, row: RequestView) -> tuple[str, str, float | None]:
     if row.state in FINISHED:
-        return "done", f"request is {row.state}", 0.0
+        # Nothing is expected of a finished request: an ETA of "now" read as if it were
+        # still coming (tssctl showed one for every done request).
+        return "done", f"request is {row.state}", None
     chooser = scheduler.chooser
     now = scheduler.drives.clock.now()
     if row.state == "active":

@@ -17,6 +17,7 @@ import os
 import sys
 import time
 
+from tssd.printable import printable_line
 from tssd.shim import fastclient
 from tssd.shim.args import (
     EXIT_NO_SPACE,
@@ -419,7 +420,7 @@ def ensure_done(request: Request) -> None:
 def diag(message: str) -> None:
     """Write one diagnostic line: dCache logs stderr line by line."""
     try:
-        sys.stderr.write("tss-hsm: " + " ".join(message.split()) + "\n")
+        sys.stderr.write("tss-hsm: " + printable_line(message) + "\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass

@@ -1,6 +1,6 @@
 """Parsing of the argument lists dCache builds for ``tss-hsm`` (pure: no I/O).
 
-dCache calls (contracts section 2, reference section 2)::
+dCache calls (dCache's ScriptNearlineStorage; docs/dcache.md)::
 
     put <pnfsid> <path> -si=<storage info> [-key=value ...]
     get <pnfsid> <path> -si=<storage info> -uri=<uri> [-uri=<uri> ...] [-key=value ...]

@@ -6,8 +6,11 @@ only ``os`` and :mod:`tssd.errors`: ``tss-hsm`` pays for every module it loads, 
 file dCache hands it.
 
 Target resolution, first match wins: the explicit target (``-tssd=`` / ``--tssd``),
-``$TSSD_URL``, ``$TSSD_HOME/tssd.sock``, ``~/.local/state/tssd/tssd.sock``. A target is a
-socket path (``/run/tssd/tssd.sock`` or ``unix:/path``) or an ``http(s)://`` URL.
+``$TSSD_URL``, the state directory's socket (``$TSSD_HOME/tssd.sock``, else
+``~/.local/state/tssd/tssd.sock``) when it exists, the shipped unit's socket
+``/run/tssd/tssd.sock`` when it exists, and else the state directory's socket again (so
+that an error names the place the user's own daemon would be). A target is a socket path
+(``/run/tssd/tssd.sock`` or ``unix:/path``) or an ``http(s)://`` URL.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ if TYPE_CHECKING:
 
 #: The state directory when neither ``$TSSD_HOME`` nor the configuration names one.
 DEFAULT_HOME = "~/.local/state/tssd"
+#: The API socket of the shipped systemd unit (deploy/tssd.service, api.socket there).
+SYSTEM_SOCKET = "/run/tssd/tssd.sock"
 
 
 def resolve_target(explicit: str | None = None, environ: dict[str, str] | None = None) -> str:
@@ -31,7 +36,12 @@ def resolve_target(explicit: str | None = None, environ: dict[str, str] | None =
     if env.get("TSSD_URL"):
         return env["TSSD_URL"]
     home = env.get("TSSD_HOME") or DEFAULT_HOME
-    return os.path.join(os.path.expanduser(home), "tssd.sock")
+    own = os.path.join(os.path.expanduser(home), "tssd.sock")
+    # The unit's daemon keeps its state in /var/lib/tssd but its socket in /run/tssd:
+    # an operator's shell (or a pool) knows neither, and needs no flag to find it.
+    if not os.path.exists(own) and os.path.exists(SYSTEM_SOCKET):
+        return SYSTEM_SOCKET
+    return own
 
 
 def read_token(environ: dict[str, str] | None = None) -> str | None:

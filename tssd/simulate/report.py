@@ -1,8 +1,9 @@
-"""The JSON report of a simulated campaign (contracts section 4) and its throughput plot."""
+"""The JSON report of a simulated campaign (keys: docs/benchmarks.md) and its throughput plot."""
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -132,7 +133,9 @@ def plot(outcome: Outcome, report: dict[str, Any], path: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise ConfigError("--plot needs matplotlib: pip install 'tssd[plot]'") from exc
+        # This interpreter's pip: right for a checkout and an installed tssd alike.
+        hint = f"{sys.executable} -m pip install matplotlib"
+        raise ConfigError(f"--plot needs matplotlib: {hint}") from exc
     hours, rate = throughput_series(outcome)
     fig, ax = plt.subplots(figsize=(10, 4))
     ax.fill_between(hours, rate, step="post", alpha=0.6)

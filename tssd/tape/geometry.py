@@ -6,8 +6,8 @@ that knows a volume's media type gives the scheduler that type's nominal geometr
 the volume's drive reports where its wraps end (READ END OF WRAP POSITION), that
 geometry with the reported wrap ends (:func:`reported`, ``Profile.wrap_ends``).
 
-Figures come from reference.md section 4 (IBM/Oracle drive specifications) and section 1
-(GridKa measurements); where a vendor gives none, the value is an estimate and says so.
+Figures come from IBM's and Oracle's drive specifications and GridKa's measurements
+(their CHEP 2019 paper); where a vendor gives none, the value is an estimate and says so.
 All durations are seconds of simulated hardware time, before any ``time_scale``.
 
 The medium is serpentine, like LTO and T10000: bytes fill one wrap (a pass over the
@@ -250,7 +250,7 @@ LTO7 = Profile(
     description="IBM LTO-7 half height (TS4500 specification)",
 )
 
-# IBM publishes rate and capacity only (reference.md section 4): the rest is estimated
+# IBM publishes rate and capacity only (its drive specifications): the rest is estimated
 # like LTO-9 (same generation of drive mechanics), so RAO has a geometry to plan on.
 TS1160 = Profile(
     name="ts1160",
@@ -271,7 +271,7 @@ TS1160 = Profile(
     description="IBM TS1160 (3592 JE media); figures other than rate and capacity estimated",
 )
 
-# Calibrated on GridKa's figures (reference.md section 1, 2.0 GB average files):
+# Calibrated on GridKa's figures (their CHEP 2019 paper, 2.0 GB average files):
 # whole-tape recall ~150 MB/s per drive means 2000 MB / 250 MB/s + per_file = 13 s per
 # file, so per_file is about 5 s. Individual files (~82 % of each tape) ran at ~130 MB/s:
 # 15.4 s per file, i.e. ~2.4 s of locating per file; with ~18 % of reads needing one,

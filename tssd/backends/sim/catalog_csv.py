@@ -1,4 +1,4 @@
-"""Catalog CSV import and export for the simulated library (contracts section 4).
+"""Catalog CSV import and export for the simulated library (docs/api.md, "catalog CSV").
 
 Format: header ``pnfsid,volume,seq,size,storage_class,written_at`` (extra columns are
 ignored), one row per copy on tape; a pnfsid with several rows has several copies; ``seq``

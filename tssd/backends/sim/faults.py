@@ -3,7 +3,7 @@
 Each mount, read and write draws once from the library's own seeded generator (no global
 ``random``): with probability ``permanent_error_rate`` it fails for good, with
 ``transient_error_rate`` it fails in a way a retry may cure. The return codes are those
-the SP client API reports for that operation (reference.md section 3, ``dsmrc.h``), so
+the SP client API reports for that operation (IBM's ``dsmrc.h``), so
 code that handles them is exercised as it would be against a real server.
 """
 

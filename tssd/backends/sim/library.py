@@ -57,7 +57,7 @@ from tssd.tape.geometry import Profile, get_profile
 
 log = structlog.get_logger()
 
-# IBM SP return codes the simulator reports (reference.md section 3).
+# IBM SP return codes the simulator reports (IBM's dsmrc.h).
 RC_DATA_UNAVAILABLE = 14
 RC_MOUNT_NOT_POSSIBLE = 12
 RC_WAIT_FOR_SPACE = 26

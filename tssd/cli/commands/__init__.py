@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tssd.printable import printable_line
+from tssd.shim.endpoint import SYSTEM_SOCKET
 from tssd.shim.names import QUEUE
 from tssd.wire import ApiError, Client, WireError, resolve_target
 
@@ -47,8 +49,9 @@ def _epilog(doc: str | None) -> str:
 
 
 FINDING = """\
-tssd is found at --tssd, else $TSSD_URL, else $TSSD_HOME/tssd.sock,
-else ~/.local/state/tssd/tssd.sock. Set TSSCTL_DEBUG=1 to see tracebacks."""
+tssd is found at --tssd, else $TSSD_URL, else $TSSD_HOME/tssd.sock (default
+~/.local/state/tssd/tssd.sock) if it exists, else /run/tssd/tssd.sock (the shipped
+systemd unit's) if it exists. Set TSSCTL_DEBUG=1 to see tracebacks."""
 EPILOG = _epilog(__doc__)
 HELP_LAYOUT: dict[str, Any] = {
     "epilog": EPILOG,
@@ -104,7 +107,8 @@ def _common_options() -> argparse.ArgumentParser:
         "--tssd",
         metavar="TARGET",
         default=argparse.SUPPRESS,
-        help="tssd socket path or http(s) URL (default: $TSSD_URL, $TSSD_HOME/tssd.sock)",
+        help="tssd socket path or http(s) URL (default: $TSSD_URL, $TSSD_HOME/tssd.sock,"
+        " /run/tssd/tssd.sock)",
     )
     common.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the API's JSON"
@@ -185,7 +189,8 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def fail(message: str, code: int) -> int:
-    print(f"tssctl: {message}", file=sys.stderr)
+    """One ``tssctl:`` line on stderr; the message may quote the daemon or a file name."""
+    print(f"tssctl: {printable_line(message)}", file=sys.stderr)
     return code
 
 
@@ -195,11 +200,15 @@ def api_exit_code(status: int) -> int:
     )
 
 
-def target_origin(explicit: str | None, environ: dict[str, str] | os._Environ[str]) -> str:
+def target_origin(
+    explicit: str | None, environ: dict[str, str] | os._Environ[str], target: str = ""
+) -> str:
     if explicit:
         return "from --tssd"
     if environ.get("TSSD_URL"):
         return "from TSSD_URL"
+    if target == SYSTEM_SOCKET:
+        return "the systemd unit's socket"
     if environ.get("TSSD_HOME"):
         return "from TSSD_HOME"
     return "the default location"
@@ -209,7 +218,7 @@ def unreachable_message(exc: WireError, explicit: str | None) -> str:
     target = resolve_target(explicit)
     cause = exc.__cause__
     if not isinstance(cause, OSError | http.client.HTTPException):
-        return f"{exc} ({target_origin(explicit, os.environ)})"
+        return f"{exc} ({target_origin(explicit, os.environ, target)})"
     reasons: dict[type[Exception], str] = {
         FileNotFoundError: "no such socket",
         ConnectionRefusedError: "connection refused",
@@ -218,7 +227,8 @@ def unreachable_message(exc: WireError, explicit: str | None) -> str:
     }
     reason = reasons.get(type(cause), str(cause) or type(cause).__name__)
     return (
-        f"cannot reach tssd at {target} ({target_origin(explicit, os.environ)}: {reason}); "
+        f"cannot reach tssd at {target} ({target_origin(explicit, os.environ, target)}: "
+        f"{reason}); "
         "is `tssd serve` running? Point tssctl elsewhere with --tssd TARGET or TSSD_URL"
     )
 

@@ -21,6 +21,7 @@ from tssd.cli.commands import (
     positive_int,
     wants_json,
 )
+from tssd.cli.render import cell
 from tssd.errors import ConfigError, TssdError
 from tssd.wire import ApiError, Client, WireError
 
@@ -90,7 +91,8 @@ def selftest(args: argparse.Namespace, client: Client) -> int:
             steps.append(as_dict(step))
             if not wants_json(args):
                 mark = "ok  " if step.ok else "FAIL"
-                print(f"{mark} {step.name:<12} {step.seconds:8.2f}s  {step.detail}", flush=True)
+                line = f"{mark} {step.name:<12} {step.seconds:8.2f}s  {cell(step.detail)}"
+                print(line, flush=True)
         return steps
 
     try:

@@ -101,7 +101,7 @@ def _duplicates_table(entries: list[dict[str, Any]]) -> str:
     return render.table(("PNFSID", "COPIES", "VOLUMES", "OLDEST", "NEWEST"), rows, right=(1,))
 
 
-group("catalog", "import or export the backend catalog (CSV: contracts section 4)")
+group("catalog", 'import or export the backend catalog (CSV: docs/api.md, "catalog CSV")')
 
 
 def _import_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,12 +7,15 @@ The list is parsed completely before anything is sent, submitted in bulk chunks,
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from tssd.bodies import MAX_PATH
 from tssd.cli import render
 from tssd.cli.commands import (
     EXIT_FAILED,
@@ -25,6 +28,7 @@ from tssd.cli.commands import (
     queue_name,
     wants_json,
 )
+from tssd.printable import printable_line
 from tssd.shim.names import PNFSID
 from tssd.wire import ApiError, Client
 
@@ -34,6 +38,15 @@ BULK_TIMEOUT_S = 300.0  # a bulk insert of 10,000 rows can take a while on a bus
 PIPE_REPORT_S = 5.0  # progress line interval when stderr is a file or a pipe
 MAX_LISTED_FAILURES = 20
 MAX_LISTED_BAD_LINES = 50
+#: A list longer than this is refused: a typo (`/dev/zero`) must not fill the memory.
+MAX_LINES = 1_000_000
+#: The longest line: a pnfsid, a blank and the longest path the API takes, with room for
+#: indentation and a trailing comment.
+MAX_LINE_BYTES = MAX_PATH + 1024
+
+
+class FileListError(Exception):
+    """The file list as a whole cannot be used (not a regular file, too long a line)."""
 
 
 @dataclass(frozen=True)
@@ -48,8 +61,9 @@ def _recall_arguments(parser: argparse.ArgumentParser) -> None:
         "--file-list",
         required=True,
         metavar="FILE",
-        help="one 'pnfsid path' per line ('-' = stdin); blank lines and # comments ignored;"
-        " the path is everything after the first blank and may contain blanks",
+        help="a regular file with one 'pnfsid path' per line ('-' = stdin); blank lines and #"
+        " comments ignored; the path is everything after the first blank and may contain"
+        f" blanks; at most {MAX_LINES:,} lines of {MAX_LINE_BYTES:,} bytes",
     )
     parser.add_argument("--queue", type=queue_name, help="queue (default: the daemon's choice)")
     parser.add_argument("--priority", type=int, metavar="N", help="priority within the queue")
@@ -65,6 +79,8 @@ def recall(args: argparse.Namespace, client: Client) -> int:
         entries, errors = read_file_list(args.file_list)
     except OSError as exc:
         return fail(f"cannot read {args.file_list}: {exc.strerror or exc}", EXIT_FAILED)
+    except FileListError as exc:
+        return fail(f"{display_name(args.file_list)}: {exc}; nothing submitted", EXIT_INVALID)
     if errors:
         return report_bad_lines(errors)
     if not entries:
@@ -88,7 +104,7 @@ def recall(args: argparse.Namespace, client: Client) -> int:
 
 def report_bad_lines(errors: list[str]) -> int:
     for message in errors[:MAX_LISTED_BAD_LINES]:
-        print(message, file=sys.stderr)
+        print(printable_line(message), file=sys.stderr)
     more = len(errors) - MAX_LISTED_BAD_LINES
     tail = f" ({more} more not shown)" if more > 0 else ""
     return fail(f"{len(errors)} bad lines{tail}; nothing submitted", EXIT_INVALID)
@@ -102,9 +118,28 @@ def read_file_list(path: str) -> tuple[list[Entry], list[str]]:
     """Parse the whole list first, so a bad line stops the run before anything is sent."""
     name = display_name(path)
     if path == "-":
-        return parse_file_list(sys.stdin.buffer, name)
-    with open(path, "rb") as fh:
-        return parse_file_list(fh, name)
+        return parse_file_list(bounded_lines(sys.stdin.buffer), name)
+    # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FileListError("not a regular file (a FIFO, device or directory)")
+    os.set_blocking(fd, True)
+    with open(fd, "rb") as fh:
+        return parse_file_list(bounded_lines(fh), name)
+
+
+def bounded_lines(stream: Any) -> Iterator[bytes]:
+    """The lines of *stream*, refusing a line or a list beyond the bounds."""
+    for number in range(1, MAX_LINES + 2):
+        raw: bytes = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if number > MAX_LINES:
+            raise FileListError(f"more than {MAX_LINES:,} lines; split the list")
+        if len(raw) > MAX_LINE_BYTES:
+            raise FileListError(f"line {number} is longer than {MAX_LINE_BYTES:,} bytes")
+        yield raw
 
 
 def parse_file_list(lines: Iterable[bytes], name: str) -> tuple[list[Entry], list[str]]:

@@ -1,10 +1,13 @@
 """``tssctl report efficiency``: mounts, files and bytes per mount, efficiency and remounts,
 overall and per drive, per queue and per tape; ``--plot`` draws throughput and mounts
-over time (needs matplotlib: ``pip install 'tssd[plot]'``)."""
+over time (needs matplotlib: ``pip install matplotlib`` into tssd's environment, which
+works for a checkout and an installed tssd alike; without it the report is printed and
+the plot is not drawn)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,20 +38,28 @@ def report_efficiency(args: argparse.Namespace, client: Client) -> int:
     if args.plot:
         query["bins"] = str(PLOT_BINS)
     data = client.call("GET", "/v1/report/efficiency?" + urlencode(query), timeout=300)
-    if args.plot:
-        try:
-            plot(data, Path(args.plot))
-        except ImportError:
-            return fail("--plot needs matplotlib: pip install 'tssd[plot]'", EXIT_FAILED)
-        except OSError as exc:
-            return fail(f"cannot write {args.plot}: {exc.strerror or exc}", EXIT_FAILED)
+    problem = draw(data, args.plot) if args.plot else None
     if wants_json(args):
         emit_json(data)
     else:
         print(views.report_view(data))
-        if args.plot:
+        if args.plot and problem is None:
             print(f"\nplot written to {args.plot}")
-    return EXIT_OK
+    # The report is shown either way; the plot asked for and not drawn is still a failure.
+    return EXIT_OK if problem is None else fail(problem, EXIT_FAILED)
+
+
+def draw(data: dict[str, Any], path: str) -> str | None:
+    """Plot into *path*; None when drawn, else why not (one line)."""
+    try:
+        plot(data, Path(path))
+    except ImportError:
+        # This interpreter's pip: right for a checkout and an installed tssd alike.
+        hint = f"{sys.executable} -m pip install matplotlib"
+        return f"{path} not drawn: --plot needs matplotlib: {hint}"
+    except OSError as exc:
+        return f"cannot write {path}: {exc.strerror or exc}"
+    return None
 
 
 def plot(report: dict[str, Any], path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from typing import Any
 from urllib.parse import urlencode
@@ -33,7 +34,14 @@ def _list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tape", metavar="VOLUME", help="requests for files on this volume")
     parser.add_argument("--pnfsid")
     parser.add_argument("--limit", type=positive_int, default=100, metavar="N", help="at most N")
+    parser.add_argument("--after", type=positive_int, metavar="ID",
+                        help="only requests with an id above ID: the next page")  # fmt: skip
     parser.add_argument("--all", action="store_true", help="page through every match")
+
+
+#: The list options a next-page command repeats, by their attribute.
+FILTER_OPTIONS = {"state": "--state", "kind": "--kind", "queue": "--queue", "tape": "--tape",
+                  "pnfsid": "--pnfsid"}  # fmt: skip
 
 
 @command("requests list", "list requests, oldest first", _list_arguments)
@@ -46,23 +54,34 @@ def requests_list(args: argparse.Namespace, client: Client) -> int:
         "pnfsid": args.pnfsid,
     }
     limit = None if args.all else args.limit
-    found, after = fetch_requests(client, {k: v for k, v in filters.items() if v}, limit)
+    wanted = {k: v for k, v in filters.items() if v}
+    found, after = fetch_requests(client, wanted, limit, args.after)
     if wants_json(args):
         emit_json({"requests": found, "next": after})
         return EXIT_OK
     print(render.request_table(found))
     if after is not None:
-        more = f"more requests match; use --all or --limit N (next id {after})"
-        print(f"tssctl: {more}", file=sys.stderr)
+        more = f"more requests match; the next page: {next_page(args, after)} (or --all)"
+        print(render.cell(f"tssctl: {more}"), file=sys.stderr)
     return EXIT_OK
 
 
+def next_page(args: argparse.Namespace, after: Any) -> str:
+    """The command that lists the page after this one: same filters and limit."""
+    words = ["tssctl", "requests", "list"]
+    for attribute, option in FILTER_OPTIONS.items():
+        if getattr(args, attribute):
+            words += [option, str(getattr(args, attribute))]
+    words += ["--limit", str(args.limit), "--after", str(after)]
+    return shlex.join(words)
+
+
 def fetch_requests(
-    client: Client, filters: dict[str, Any], limit: int | None
+    client: Client, filters: dict[str, Any], limit: int | None, after: Any = None
 ) -> tuple[list[dict[str, Any]], Any]:
-    """Up to ``limit`` matches (all when None), and the API's ``next`` cursor after them."""
+    """Up to ``limit`` matches (all when None) with an id above *after*, and the API's
+    ``next`` cursor after them."""
     found: list[dict[str, Any]] = []
-    after: Any = None
     while True:
         page = PAGE_MAX if limit is None else min(PAGE_MAX, limit - len(found))
         query = {**filters, "limit": page} | ({"after": after} if after is not None else {})
@@ -102,5 +121,5 @@ def _change(args: argparse.Namespace, client: Client, action: str) -> int:
     if wants_json(args):
         emit_json(data)
     else:
-        print(f"request {args.id}: {data['request'].get('state')}")
+        print(f"request {args.id}: {render.cell(data['request'].get('state'))}")
     return EXIT_OK

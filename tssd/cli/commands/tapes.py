@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from tssd.cli import views
 from tssd.cli.commands import EXIT_OK, command, emit_json, group, positive_int, wants_json
+from tssd.cli.render import cell
 from tssd.wire import Client
 
 group("tapes", "list tapes, or show one tape's requests and mounts", default="list")
@@ -18,6 +20,8 @@ SORTS = ("volume", "mounts", "mounts_24h", "pending")
 
 def _list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=positive_int, default=200, metavar="N", help="at most N")
+    parser.add_argument("--after", metavar="VOLUME",
+                        help="only volumes named after VOLUME: the next page")  # fmt: skip
     parser.add_argument("--all", action="store_true", help="every tape")
     parser.add_argument(
         "--sort", choices=SORTS, default="volume", help="order (counts: highest first)"
@@ -29,7 +33,7 @@ def _list_arguments(parser: argparse.ArgumentParser) -> None:
 def tapes_list(args: argparse.Namespace, client: Client) -> int:
     # Sorting by a count needs every tape; the API pages by volume name.
     limit = None if args.all or args.sort != "volume" else args.limit
-    found, after = fetch_tapes(client, limit)
+    found, after = fetch_tapes(client, limit, args.after)
     if args.sort != "volume":
         found.sort(key=lambda t: (-t[args.sort], t["volume"]))
         found, after = found[: None if args.all else args.limit], None
@@ -38,13 +42,15 @@ def tapes_list(args: argparse.Namespace, client: Client) -> int:
         return EXIT_OK
     print(views.tapes_table(found))
     if after is not None:
-        print(f"tssctl: more tapes; use --all or --limit N (next after {after})", file=sys.stderr)
+        page = shlex.join(["tssctl", "tapes", "list", "--limit", str(args.limit), "--after", after])
+        print(cell(f"tssctl: more tapes; the next page: {page} (or --all)"), file=sys.stderr)
     return EXIT_OK
 
 
-def fetch_tapes(client: Client, limit: int | None) -> tuple[list[dict[str, Any]], Any]:
+def fetch_tapes(
+    client: Client, limit: int | None, after: Any = None
+) -> tuple[list[dict[str, Any]], Any]:
     found: list[dict[str, Any]] = []
-    after: Any = None
     while True:
         page = PAGE_MAX if limit is None else min(PAGE_MAX, limit - len(found))
         query = {"limit": page} | ({"after": after} if after is not None else {})

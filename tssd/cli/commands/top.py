@@ -3,9 +3,9 @@
 On a terminal the screen is redrawn in place (rich's Live display on the alternate
 screen) every ``--interval`` seconds; keys are read from the terminal in cbreak mode
 between refreshes, so a key press is seen at once and never waits for the next one.
-When stdout is not a terminal the same tables are printed as plain text, one block per
-refresh (``--count 1`` prints one and exits). ``--json`` prints one ``GET /v1/top``
-answer.
+When stdout is not a terminal (a pipe, a file, cron, a test) the same tables are printed
+once as plain text and tssctl exits; ``--count N`` prints N blocks, one per refresh.
+``--json`` prints one ``GET /v1/top`` answer.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--interval", type=interval, default=1.5, metavar="S",
                         help="seconds between refreshes (default 1.5)")  # fmt: skip
     parser.add_argument("--count", type=positive_int, metavar="N",
-                        help="stop after N refreshes (default: until q or Ctrl-C)")  # fmt: skip
+                        help="stop after N refreshes (default: until q or Ctrl-C on a"
+                             " terminal, 1 otherwise)")  # fmt: skip
 
 
 @command("top", "live view of drives, queues and the last mounts (q quits)", _arguments)
@@ -57,7 +58,8 @@ def top(args: argparse.Namespace, client: Client) -> int:
     try:
         if sys.stdout.isatty():
             return live(client, args.interval, args.count)
-        return plain(client, args.interval, args.count)
+        # Nobody can press q in a pipe: one frame, unless asked for more.
+        return plain(client, args.interval, args.count or 1)
     except KeyboardInterrupt:  # Ctrl-C is how one leaves a view: not an error
         return EXIT_OK
 
@@ -67,14 +69,14 @@ def fetch(client: Client) -> dict[str, Any]:
     return data
 
 
-def plain(client: Client, every: float, count: int | None) -> int:
+def plain(client: Client, every: float, count: int) -> int:
     console = Console(width=PIPE_WIDTH, color_system=None, highlight=False, emoji=False)
     shown = 0
     while True:
         console.print(screen(fetch(client), interval=every, plain=True))
         sys.stdout.flush()
         shown += 1
-        if count is not None and shown >= count:
+        if shown >= count:
             return EXIT_OK
         time.sleep(every)
         console.print()
