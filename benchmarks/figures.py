@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import json
 import subprocess
 import sys
@@ -103,11 +104,14 @@ def tradeoff(trickle: Path, base: dict[str, Any], targets: list[float], bulk_s: 
 
 def draw_tradeoff(points: dict, profile: str, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 5))
-    for label, (p95, slowdown, _) in points.items():
+    for index, (label, (p95, slowdown, _)) in enumerate(points.items()):
         marker = "o" if label.startswith("target") else "s"
         ax.scatter(slowdown * 100, p95 / 3600, marker=marker)
+        # Neighbouring targets can land close together: their labels go left and right.
+        offset = (6, 4) if index % 2 else (-6, -12)
+        align = "left" if index % 2 else "right"
         ax.annotate(label, (slowdown * 100, p95 / 3600), textcoords="offset points",
-                    xytext=(6, 4), fontsize=8)  # fmt: skip
+                    xytext=offset, ha=align, fontsize=8)  # fmt: skip
     ax.set_yscale("log")
     ax.set_xlabel("bulk slowdown: last bulk file against the campaign without urgent work (%)")
     ax.set_ylabel("urgent recalls, 95th percentile (hours)")
@@ -126,7 +130,7 @@ def draw_throughput(runs: list[Run], path: Path) -> None:
     ax.set_xlabel("hours since start")
     ax.set_ylabel("recall throughput (MB/s)")
     ax.set_title("GridKa campaign: 30,000 recalls on 60 tapes, 10 drives")
-    ax.legend(loc="upper right")
+    ax.legend(loc="lower center")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -138,12 +142,13 @@ def draw_mounts(panels: list[tuple[str, list[Run]]], path: Path) -> None:
         for run in runs:
             per_tape = collections.Counter(m.volume for m in run.outcome.mounts)
             counts = sorted(per_tape.values(), reverse=True)
-            label = f"{run.label}: {sum(counts)} mounts of {len(counts)} tapes"
-            ax.step(range(1, len(counts) + 1), counts, where="mid", label=label)
-        ax.set_xlabel("tapes, most mounted first")
-        ax.set_ylabel("mounts")
+            total = list(itertools.accumulate(counts))
+            label = f"{run.label}: {total[-1]} mounts of {len(counts)} tapes"
+            ax.step(range(1, len(counts) + 1), total, where="post", label=label)
+        ax.set_xlabel("tapes mounted, most mounted first")
+        ax.set_ylabel("mounts, cumulative")
         ax.set_title(title)
-        ax.legend(loc="upper right", fontsize=8)
+        ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
