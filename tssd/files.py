@@ -110,7 +110,7 @@ class FileSink:
     def __init__(
         self,
         path: str | os.PathLike[str],
-        roots: tuple[str, ...] = (),
+        roots: safepath.Roots = (),
         *,
         claim: bool = False,
         op_timeout_s: float = DEFAULT_OP_TIMEOUT_S,
@@ -218,7 +218,7 @@ class FileSink:
         self._close_parent()
 
 
-def unlink_confined(path: Path, name: str, roots: tuple[str, ...]) -> bool:
+def unlink_confined(path: Path, name: str, roots: safepath.Roots) -> bool:
     """Unlink *name* in *path*'s directory, reached without symlinks below its root."""
     parent = safepath.open_parent(safepath.place_of(str(path), roots))
     try:
@@ -239,7 +239,7 @@ class FileSource:
         self,
         path: str | os.PathLike[str],
         size: int,
-        roots: tuple[str, ...] = (),
+        roots: safepath.Roots = (),
         *,
         op_timeout_s: float = DEFAULT_OP_TIMEOUT_S,
         watch: Callable[[], contextlib.AbstractContextManager[asyncio.Event]] | None = None,
@@ -348,6 +348,7 @@ class PoolRoots:
 
     def __init__(self, roots: tuple[str, ...]) -> None:
         real = tuple(os.path.realpath(r) for r in roots)
+        self.configured = tuple(dict.fromkeys(os.path.normpath(r) for r in roots))
         self.roots = real
         #: As configured and as resolved: dCache names paths by the configured spelling.
         self.paths = tuple(dict.fromkeys(os.path.normpath(r) for r in (*roots, *real)))
