@@ -76,9 +76,11 @@ class FileMovers:
             self.roots.close()
 
     def sink(self, request: Request) -> Sink:
+        # A recall with a checksum (dCache's flag-c) commits nothing else (tssd.files).
+        expected = request.checksum if request.kind == "recall" else None
         return FileSink(
             request.path or "", self.roots, claim=request.delivery == CLAIM,
-            op_timeout_s=self.op_timeout_s,
+            op_timeout_s=self.op_timeout_s, expected_adler32=expected,
         )  # fmt: skip
 
     def source(self, request: Request) -> Source:

@@ -82,6 +82,14 @@ class ChecksumMismatch(PermanentBackendError):
     """The bytes read do not match the checksum recorded for the object."""
 
 
+class ExpectedChecksumMismatch(ChecksumMismatch):
+    """The bytes read are the tape copy's, but not what the request expects (``flag-c``).
+
+    Nothing is committed at the destination. The request's own data error, never counted
+    against the drive or the tape (tssd.health).
+    """
+
+
 class DataError(TssdError):
     """Reading or writing a file on the local (pool) disk failed."""
 
