@@ -41,6 +41,13 @@ class Conflict(TssdError):
     """The operation conflicts with the current state (e.g. cancel a finished request)."""
 
 
+class OtherFile(Conflict):
+    """A migration names the pnfsid of an open one, but another file (size or adler32).
+
+    Exit code 1: dCache tries the flush again later, when the open one has finished.
+    """
+
+
 class ShuttingDown(TssdError):
     """The daemon is stopping and accepts no new work."""
 
