@@ -139,3 +139,42 @@ async def test_a_cancelled_migration_stops_reading_its_source(pool: Path) -> Non
     cancel.set()  # an operator cancelled the request: the next read gives up
     with pytest.raises(SourceUnreadable, match="cancelled"):
         await anext(chunks)
+
+
+def test_a_held_root_that_is_a_symlink_is_followed_once(pool: Path) -> None:
+    link = pool.parent / "link"
+    link.symlink_to(pool, target_is_directory=True)
+    (pool.parent / "outside" / "data").mkdir()
+    roots = safepath.HeldRoots([str(link)])
+    try:
+        assert roots.spellings == (str(link), str(pool))
+        turned = pool.parent / "turned"
+        turned.symlink_to(pool.parent / "outside", target_is_directory=True)
+        turned.replace(link)
+        # Named by the configured spelling or the resolved one: the root held at start.
+        for path in (f"{link}/data/f", f"{pool}/data/f"):
+            parent = safepath.open_parent(roots.place(path))
+            try:
+                fd = safepath.create_exclusive(parent, "f")
+                os.close(fd)
+            finally:
+                os.close(parent)
+        assert (pool / "data" / "f").exists()
+        assert list((pool.parent / "outside" / "data").iterdir()) == []
+    finally:
+        roots.close()
+    with pytest.raises(UnsafePath):
+        roots.place(f"{link}/data/f")
+
+
+def test_a_root_missing_at_start_is_held_at_first_use(tmp_path: Path) -> None:
+    later = tmp_path / "later"
+    roots = safepath.HeldRoots([str(later)])
+    try:
+        with pytest.raises(UnsafePath, match="cannot be opened"):
+            roots.place(f"{later}/f")
+        later.mkdir()
+        place = roots.place(f"{later}/f")
+        assert place.root_fd is not None and place.parts == ("f",)
+    finally:
+        roots.close()
