@@ -8,14 +8,16 @@ import errno
 import os
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tssd import safepath
-from tssd.errors import DestinationUnwritable, SourceUnreadable
+from tssd.errors import DestinationUnwritable, ExpectedChecksumMismatch, SourceUnreadable
 from tssd.files import FileSink, FileSource, _bounded, temp_path_for
+from tssd.health import counts_against_hardware
 from tssd.safepath import UnsafePath, place_of
 
 
@@ -178,3 +180,20 @@ def test_a_root_missing_at_start_is_held_at_first_use(tmp_path: Path) -> None:
         assert place.root_fd is not None and place.parts == ("f",)
     finally:
         roots.close()
+
+
+@pytest.mark.parametrize("claim", [False, True], ids=["direct", "claim"])
+def test_a_sink_commits_nothing_but_the_expected_checksum(pool: Path, claim: bool) -> None:
+    async def deliver(expected: str) -> None:
+        sink = FileSink(pool / "data" / "f", (str(pool),), claim=claim, expected_adler32=expected)
+        await sink.write(b"recalled bytes")
+        await sink.commit()
+
+    with pytest.raises(ExpectedChecksumMismatch) as caught:
+        asyncio.run(deliver("00000001"))
+    assert not counts_against_hardware(caught.value)
+    assert list((pool / "data").iterdir()) == []
+    right = f"{zlib.adler32(b'recalled bytes'):08X}"  # another spelling of the same value
+    asyncio.run(deliver(right))
+    name = temp_path_for(pool / "data" / "f").name if claim else "f"
+    assert [p.name for p in (pool / "data").iterdir()] == [name]
