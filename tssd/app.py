@@ -39,13 +39,14 @@ from tssd.db.notifier import Notifier
 from tssd.db.retention import retention
 from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
-from tssd.delivery import FileMovers, reaper
+from tssd.delivery import FileMovers, file_roots, reaper
 from tssd.endit.service import endit_intake
 from tssd.health import Health
 from tssd.metrics import Metrics
 from tssd.metrics_db import database_gauges
 from tssd.ownership import ownership_warnings
 from tssd.retry import Retrier, RetryPolicy
+from tssd.safepath import HeldRoots
 from tssd.scheduler.choose import Chooser
 from tssd.scheduler.core import Scheduler
 from tssd.scheduler.cost import profile_of
@@ -126,7 +127,14 @@ async def _compose(
         backend, MountStore(sessions), retrier, metrics, clock, claims=claims,
         health=_health(settings, store, metrics) if wiring.guards else None,
     )  # fmt: skip
-    scheduler = _scheduler(settings, wiring, store, backend, drives, retrier, metrics, planner)
+    roots = None
+    if wiring.sink_for is None or wiring.source_for is None:
+        # Resolved and opened once, now: a root retargeted later leads nowhere new.
+        roots = HeldRoots(file_roots(settings))
+        stack.callback(roots.close)
+    scheduler = _scheduler(
+        settings, wiring, store, backend, drives, retrier, metrics, planner, roots
+    )
     # Joins the instances sharing the database before the scheduler requeues its own
     # (Scheduler.start); builds nothing that needs the scheduler started.
     node = await stack.enter_async_context(
@@ -136,7 +144,7 @@ async def _compose(
     )
     return Services(
         settings=settings, store=store, backend=backend, metrics=metrics, drives=drives,
-        scheduler=scheduler, database=engine.dialect.name, cluster=node,
+        scheduler=scheduler, database=engine.dialect.name, cluster=node, pool_roots=roots,
     )  # fmt: skip
 
 
@@ -149,6 +157,7 @@ def _scheduler(
     retrier: Retrier,
     metrics: Metrics,
     planner: Planner,
+    roots: HeldRoots | None,
 ) -> Scheduler:
     """The scheduler and its parts: chooser, reservations, tiers, sessions, intake."""
     s, policy, clock = settings.scheduler, wiring.policy, wiring.clock
@@ -167,10 +176,13 @@ def _scheduler(
     else:
         # No per-tape index: no request interrupts a pass, reads in position order.
         tiers, rao, urgent_elsewhere = PriorityTiers(drives), "off", _never
-    movers = FileMovers(settings, store)
+    sink_for, source_for = wiring.sink_for, wiring.source_for
+    if sink_for is None or source_for is None:
+        movers = FileMovers(settings, store, roots)
+        sink_for, source_for = sink_for or movers.sink, source_for or movers.source
     runner = SessionRunner(
         store, backend, drives, retrier, metrics, reservations=reservations, tiers=tiers,
-        sink_for=wiring.sink_for or movers.sink, source_for=wiring.source_for or movers.source,
+        sink_for=sink_for, source_for=source_for,
         chunk=s.recall_chunk, policy=policy, rao=rao, offload=wiring.offload,
         urgent_elsewhere=urgent_elsewhere,
         backpressure=_backpressure(settings, metrics, store) if wiring.guards else None,
@@ -245,7 +257,9 @@ async def serve(settings: Settings) -> None:
         await intakes.enter_async_context(
             depth_sampler(services.drives.activity, services.store.counts)
         )
-        await intakes.enter_async_context(reaper(settings, services.store, services.metrics))
+        await intakes.enter_async_context(
+            reaper(settings, services.store, services.metrics, services.pool_roots)
+        )
         db = settings.database
         await intakes.enter_async_context(
             retention(

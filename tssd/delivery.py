@@ -40,27 +40,47 @@ from tssd.files import (
     unlink_confined,
 )
 from tssd.metrics import Metrics
+from tssd.safepath import HeldRoots
 
 log = structlog.get_logger()
 CLAIM = "claim"
 ABANDONED_REASON = "abandoned"
 
 
-class FileMovers:
-    """The sinks and sources of a daemon, confined to its pool roots (tssd.safepath)."""
+def file_roots(settings: Settings) -> tuple[str, ...]:
+    """Where a daemon's sinks and sources may lie: the pool roots and the ENDIT directories
+    (the operator's own configuration: in/ and out/ are roots), as configured."""
+    pools = effective_roots(settings.api.pool_roots, settings.home_path)
+    endit = tuple(d.path for d in settings.endit.directories)
+    return tuple(dict.fromkeys((*PoolRoots.from_setting(pools).configured, *endit)))
 
-    def __init__(self, settings: Settings, store: RequestStore | None = None) -> None:
+
+class FileMovers:
+    """The sinks and sources of a daemon, confined to its pool roots (tssd.safepath).
+
+    The roots are held open from start (:class:`~tssd.safepath.HeldRoots`): given
+    *roots*, those the daemon holds; else its own, closed by :meth:`close`.
+    """
+
+    def __init__(
+        self, settings: Settings, store: RequestStore | None = None,
+        roots: HeldRoots | None = None,
+    ) -> None:  # fmt: skip
         self.store = store
-        roots = PoolRoots.from_setting(effective_roots(settings.api.pool_roots, settings.home_path))
-        # ENDIT directories are the operator's own configuration: in/ and out/ are roots.
-        endit = tuple(d.path for d in settings.endit.directories)
-        self.roots = tuple(dict.fromkeys((*roots.paths, *PoolRoots(endit).paths)))
+        self._own = roots is None
+        self.roots = HeldRoots(file_roots(settings)) if roots is None else roots
         self.op_timeout_s = settings.delivery.op_timeout_s
 
+    def close(self) -> None:
+        if self._own:
+            self.roots.close()
+
     def sink(self, request: Request) -> Sink:
+        # A recall with a checksum (dCache's flag-c) commits nothing else (tssd.files).
+        expected = request.checksum if request.kind == "recall" else None
         return FileSink(
             request.path or "", self.roots, claim=request.delivery == CLAIM,
-            op_timeout_s=self.op_timeout_s,
+            op_timeout_s=self.op_timeout_s, expected_adler32=expected,
         )  # fmt: skip
 
     def source(self, request: Request) -> Source:
@@ -143,9 +163,13 @@ class Reaper:
 
 @asynccontextmanager
 async def reaper(
-    settings: Settings, store: RequestStore, metrics: Metrics
+    settings: Settings, store: RequestStore, metrics: Metrics, roots: HeldRoots | None = None
 ) -> AsyncIterator[Reaper]:
     """Run the :class:`Reaper` for the duration of the ``async with`` block."""
-    job = Reaper(store, FileMovers(settings), metrics, settings.delivery.claim_timeout_s)
-    async with running(job.run(), "delivery-reaper"):
-        yield job
+    movers = FileMovers(settings, roots=roots)
+    job = Reaper(store, movers, metrics, settings.delivery.claim_timeout_s)
+    try:
+        async with running(job.run(), "delivery-reaper"):
+            yield job
+    finally:
+        movers.close()

@@ -52,6 +52,13 @@ class Conflict(TssdError):
     """The operation conflicts with the current state (e.g. cancel a finished request)."""
 
 
+class OtherFile(Conflict):
+    """A migration names the pnfsid of an open one, but another file (size or adler32).
+
+    Exit code 1: dCache tries the flush again later, when the open one has finished.
+    """
+
+
 class ShuttingDown(TssdError):
     """The daemon is stopping and accepts no new work."""
 
@@ -91,6 +98,14 @@ class TooLargeForTape(PermanentBackendError):
 
 class ChecksumMismatch(PermanentBackendError):
     """The bytes read do not match the checksum recorded for the object."""
+
+
+class ExpectedChecksumMismatch(ChecksumMismatch):
+    """The bytes read are the tape copy's, but not what the request expects (``flag-c``).
+
+    Nothing is committed at the destination. The request's own data error, never counted
+    against the drive or the tape (tssd.health).
+    """
 
 
 class DataError(TssdError):

@@ -24,6 +24,7 @@ from tssd import safepath
 from tssd.errors import (
     AccessDenied,
     DestinationUnwritable,
+    ExpectedChecksumMismatch,
     NoSpace,
     OutsidePoolRoots,
     SourceUnreadable,
@@ -48,6 +49,14 @@ log = structlog.get_logger()
 def adler32_hex(value: int) -> str:
     """The form dCache uses for adler32: eight lower-case hex digits."""
     return f"{value & 0xFFFFFFFF:08x}"
+
+
+def same_adler32(a: str, b: str) -> bool:
+    """Whether two spellings of an adler32 (case, leading zeros) are the same value."""
+    try:
+        return int(a, 16) == int(b, 16)
+    except ValueError:
+        return a == b
 
 
 def temp_path_for(path: Path) -> Path:
@@ -110,15 +119,19 @@ class FileSink:
     def __init__(
         self,
         path: str | os.PathLike[str],
-        roots: tuple[str, ...] = (),
+        roots: safepath.Roots = (),
         *,
         claim: bool = False,
         op_timeout_s: float = DEFAULT_OP_TIMEOUT_S,
+        expected_adler32: str | None = None,
     ) -> None:
         self.path = Path(path)
         self.temp_path = temp_path_for(self.path)
         self.roots = roots
         self.claim = claim
+        #: The checksum the requester expects (dCache's ``flag-c``): other bytes are never
+        #: committed, whatever the tape's catalog says of them.
+        self.expected_adler32 = expected_adler32
         self.op_timeout_s = op_timeout_s
         self._fh: BinaryIO | None = None
         self._parent: int | None = None
@@ -155,6 +168,13 @@ class FileSink:
     async def commit(self) -> tuple[int, str]:
         if self._done:
             raise RuntimeError(f"sink for {self.path} is already committed or aborted")
+        actual = adler32_hex(self._adler)
+        if self.expected_adler32 is not None and not same_adler32(actual, self.expected_adler32):
+            await self.abort()
+            raise ExpectedChecksumMismatch(
+                f"adler32 {actual} does not match the expected {self.expected_adler32}; "
+                f"nothing written to {self.path}"
+            )
         try:
             await _bounded(self.op_timeout_s, "commit", self._commit_sync)
         except OSError as exc:
@@ -162,7 +182,7 @@ class FileSink:
             raise _write_error(exc, self.path) from exc
         self._done = True
         self._close_parent()
-        return self._nbytes, adler32_hex(self._adler)
+        return self._nbytes, actual
 
     def _commit_sync(self) -> None:
         if self._fh is None:  # an empty object still has to appear at its place
@@ -218,7 +238,7 @@ class FileSink:
         self._close_parent()
 
 
-def unlink_confined(path: Path, name: str, roots: tuple[str, ...]) -> bool:
+def unlink_confined(path: Path, name: str, roots: safepath.Roots) -> bool:
     """Unlink *name* in *path*'s directory, reached without symlinks below its root."""
     parent = safepath.open_parent(safepath.place_of(str(path), roots))
     try:
@@ -239,7 +259,7 @@ class FileSource:
         self,
         path: str | os.PathLike[str],
         size: int,
-        roots: tuple[str, ...] = (),
+        roots: safepath.Roots = (),
         *,
         op_timeout_s: float = DEFAULT_OP_TIMEOUT_S,
         watch: Callable[[], contextlib.AbstractContextManager[asyncio.Event]] | None = None,
@@ -348,6 +368,7 @@ class PoolRoots:
 
     def __init__(self, roots: tuple[str, ...]) -> None:
         real = tuple(os.path.realpath(r) for r in roots)
+        self.configured = tuple(dict.fromkeys(os.path.normpath(r) for r in roots))
         self.roots = real
         #: As configured and as resolved: dCache names paths by the configured spelling.
         self.paths = tuple(dict.fromkeys(os.path.normpath(r) for r in (*roots, *real)))

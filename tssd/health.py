@@ -20,7 +20,7 @@ import structlog
 
 from tssd.db import health as db
 from tssd.db.engine import Sessions
-from tssd.errors import BackendError, ObjectNotFound
+from tssd.errors import BackendError, ExpectedChecksumMismatch, ObjectNotFound
 from tssd.metrics import Metrics
 
 log = structlog.get_logger()
@@ -38,7 +38,9 @@ class DriveLike(Protocol):
 
 def counts_against_hardware(error: BaseException) -> bool:
     """Whether *error* says something about the drive or the tape it happened on."""
-    return isinstance(error, BackendError) and not isinstance(error, ObjectNotFound)
+    return isinstance(error, BackendError) and not isinstance(
+        error, (ObjectNotFound, ExpectedChecksumMismatch)
+    )
 
 
 class Health:

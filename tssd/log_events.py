@@ -98,6 +98,22 @@ EVENTS: tuple[LogEvent, ...] = (
         "check they are the pools' directories (docs/reliability.md)",
     ),
     LogEvent(
+        ("pool.root_resolved",),
+        "info",
+        (
+            "a pool root (or ENDIT directory) resolved and held open at start: `root` as "
+            "configured, `resolved` where it leads (`symlink` true when they differ); files below"
+            " it are reached from there until tssd restarts"
+        ),
+        "check `resolved` is the pool's directory; restart tssd after moving a root",
+    ),
+    LogEvent(
+        ("pool.root_unavailable",),
+        "warning",
+        "a root could not be opened at start; it is resolved at its first use",
+        "create the directory or fix `api.pool_roots`",
+    ),
+    LogEvent(
         ("api.pool_root_missing",),
         "warning",
         "a configured pool root is not a directory: every request below it fails",
@@ -186,6 +202,16 @@ EVENTS: tuple[LogEvent, ...] = (
         ("request.submitted", "request.bulk_submitted"),
         "info",
         "intake",
+    ),
+    LogEvent(
+        ("request.attach_refused",),
+        "warning",
+        (
+            "a migration named the pnfsid of an open migration of another file (`size`, "
+            "`checksum` against `open_size`, `open_checksum`): refused, dCache flushes it again "
+            "later"
+        ),
+        "several pools holding different bytes under one pnfsid: check the namespace entry",
     ),
     LogEvent(
         ("request.done", "request.failed"),

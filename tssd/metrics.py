@@ -129,6 +129,12 @@ class Metrics:
             "Tapes marked suspect after failing on several drives.",
             registry=r,
         )
+        self.attach_refused_total = Counter(
+            "tssd_attach_refused",
+            "Migrations not attached to the open migration of their pnfsid because size or "
+            "adler32 differ (another pool's file): answered 409, tss-hsm exit 1.",
+            registry=r,
+        )
         self.recalls_abandoned_total = Counter(
             "tssd_recalls_abandoned",
             "Recalls whose part file no pool call claimed within delivery.claim_timeout_s "

@@ -13,6 +13,7 @@ from tssd.config import Settings
 from tssd.db.models import utcnow
 from tssd.db.store import RequestStore
 from tssd.metrics import Metrics
+from tssd.safepath import HeldRoots
 from tssd.scheduler.core import Scheduler
 from tssd.scheduler.drives import DriveManager
 
@@ -31,6 +32,8 @@ class Services:
     accepting: bool = True
     #: The instances sharing the database (tssd.cluster); None in bare test wiring.
     cluster: Node | None = None
+    #: The pool roots held open since start (tssd.safepath); None when nothing is on disk.
+    pool_roots: HeldRoots | None = None
     #: Operator warnings shown by ``tssctl status`` (e.g. tssd runs as root).
     warnings: list[str] = field(default_factory=list)
     started_at: datetime = field(default_factory=utcnow)

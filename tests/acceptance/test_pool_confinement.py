@@ -203,3 +203,61 @@ def test_default_roots_are_home_pools_and_the_command_line(daemon: Daemon, tmp_p
     res = daemon.run(FAST, "put", "0000E7C", "/etc/passwd", f"-si={si(size)}",
                      f"-tssd={daemon.socket}")  # fmt: skip
     assert res.returncode == 1, res.stderr
+
+
+def linked_root(daemon: Daemon, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The pool root a symlink (tmp/pool -> tmp/real, as ``/pool`` -> ``/srv/pool1``);
+    tmp/outside has a data/ of its own, so a path still resolves once the link is turned."""
+    real, link, outside = tmp_path / "real", tmp_path / "pool", tmp_path / "outside"
+    (real / "data").mkdir(parents=True)
+    (outside / "data").mkdir(parents=True)
+    link.symlink_to(real, target_is_directory=True)
+    daemon.extra_env["TSSD_API_POOL_ROOTS"] = str(link)
+    return real, link, outside
+
+
+def retarget(link: Path, target: Path) -> None:
+    turned = link.with_name(link.name + ".new")
+    turned.symlink_to(target, target_is_directory=True)
+    turned.replace(link)  # rename(2): the link changes target at once
+
+
+def test_a_root_that_is_a_symlink_is_followed_once_at_start(daemon: Daemon, tmp_path: Path) -> None:
+    real, link, outside = linked_root(daemon, tmp_path)
+    daemon.start()
+    [resolved] = [e for e in daemon.events() if e.get("event") == "pool.root_resolved"]
+    assert resolved["root"] == str(link) and resolved["resolved"] == str(real), resolved
+    pid, path, adler = a_file(link / "data", 5, 50_005)
+    content = path.read_bytes()
+    uri = put(daemon, pid, path, adler).stdout.strip()
+    (real / "data" / pid).unlink()
+    # A recall submitted while the root leads to the pool; the link turned before it runs.
+    assert daemon.ctl("queues", "set", "default", "--pause").returncode == 0
+    res = daemon.run(FAST, "get", pid, str(path), f"-si={si(len(content), adler, stored=True)}",
+                     f"-uri={uri}", f"-tssd={daemon.socket}", "-mode=poll")  # fmt: skip
+    assert res.returncode == 72, res.stderr
+    retarget(link, outside)
+    assert daemon.ctl("queues", "set", "default", "--resume").returncode == 0
+    request = finished(daemon, "recall", pid)
+    assert request["state"] == "done", request
+    # Written where the root led at start, nothing where it leads now.
+    assert (real / "data" / f".{pid}.tssd-part").read_bytes() == content
+    assert sorted(p.name for p in outside.rglob("*")) == ["data"]
+
+
+def test_a_migration_reads_below_the_root_as_resolved_at_start(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    _, link, outside = linked_root(daemon, tmp_path)
+    daemon.start()
+    pid, path, adler = a_file(link / "data", 6, len(SECRET))
+    assert daemon.ctl("queues", "set", "default", "--pause").returncode == 0
+    res = put(daemon, pid, path, adler, "-mode=poll")
+    assert res.returncode == 72, res.stderr
+    # The same name and size where the turned link leads: only the open can tell.
+    (outside / "data" / pid).write_bytes(SECRET)
+    retarget(link, outside)
+    assert daemon.ctl("queues", "set", "default", "--resume").returncode == 0
+    request = finished(daemon, "migrate", pid)
+    assert request["state"] == "done", request
+    assert request["adler32"] == adler, request

@@ -33,6 +33,7 @@ from tssd.errors import (
     TransientBackendError,
 )
 from tssd.files import FileSink, FileSource
+from tssd.health import counts_against_hardware
 
 SC = "atlas:tape"
 MiB = 1024 * 1024
@@ -352,6 +353,28 @@ async def test_remove(backend: TapeBackend, files: Path) -> None:
     results = await read_all(backend, drive, [ReadItem(copy, FileSink(files / "gone"))])
     assert isinstance(results[0].error, ObjectNotFound)
     assert not list(files.glob("*gone*"))
+
+
+async def test_copies_removed_while_their_batch_is_read_are_not_media_errors(
+    backend: TapeBackend, files: Path
+) -> None:
+    """An operator (or dCache) removes copies while their recalls are claimed and read:
+    the objects the catalog no longer has fail as such, never as a fault of the drive or
+    the tape (tssd.health), which would take the only drive out of service."""
+    copies = await store(backend, files, [1000, 2000, 3000, 4000])
+    drive = (await drive_names(backend))[0]
+    items = [ReadItem(c, FileSink(files / f"out{n}")) for n, c in enumerate(copies)]
+    results = []
+    async for result in backend.read(drive, items):
+        results.append(result)
+        if len(results) == 1:
+            for copy in copies[1:]:
+                await backend.remove(copy.bfid)
+    assert results[0].error is None
+    for result in results[1:]:
+        assert isinstance(result.error, ObjectNotFound), result.error
+        assert not counts_against_hardware(result.error)
+    assert sorted(p.name for p in files.glob("*out*")) == ["out0"]
 
 
 async def test_filling_tape_per_storage_class(backend: TapeBackend, files: Path) -> None:

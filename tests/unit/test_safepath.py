@@ -8,14 +8,16 @@ import errno
 import os
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tssd import safepath
-from tssd.errors import DestinationUnwritable, SourceUnreadable
+from tssd.errors import DestinationUnwritable, ExpectedChecksumMismatch, SourceUnreadable
 from tssd.files import FileSink, FileSource, _bounded, temp_path_for
+from tssd.health import counts_against_hardware
 from tssd.safepath import UnsafePath, place_of
 
 
@@ -139,3 +141,59 @@ async def test_a_cancelled_migration_stops_reading_its_source(pool: Path) -> Non
     cancel.set()  # an operator cancelled the request: the next read gives up
     with pytest.raises(SourceUnreadable, match="cancelled"):
         await anext(chunks)
+
+
+def test_a_held_root_that_is_a_symlink_is_followed_once(pool: Path) -> None:
+    link = pool.parent / "link"
+    link.symlink_to(pool, target_is_directory=True)
+    (pool.parent / "outside" / "data").mkdir()
+    roots = safepath.HeldRoots([str(link)])
+    try:
+        assert roots.spellings == (str(link), str(pool))
+        turned = pool.parent / "turned"
+        turned.symlink_to(pool.parent / "outside", target_is_directory=True)
+        turned.replace(link)
+        # Named by the configured spelling or the resolved one: the root held at start.
+        for path in (f"{link}/data/f", f"{pool}/data/f"):
+            parent = safepath.open_parent(roots.place(path))
+            try:
+                fd = safepath.create_exclusive(parent, "f")
+                os.close(fd)
+            finally:
+                os.close(parent)
+        assert (pool / "data" / "f").exists()
+        assert list((pool.parent / "outside" / "data").iterdir()) == []
+    finally:
+        roots.close()
+    with pytest.raises(UnsafePath):
+        roots.place(f"{link}/data/f")
+
+
+def test_a_root_missing_at_start_is_held_at_first_use(tmp_path: Path) -> None:
+    later = tmp_path / "later"
+    roots = safepath.HeldRoots([str(later)])
+    try:
+        with pytest.raises(UnsafePath, match="cannot be opened"):
+            roots.place(f"{later}/f")
+        later.mkdir()
+        place = roots.place(f"{later}/f")
+        assert place.root_fd is not None and place.parts == ("f",)
+    finally:
+        roots.close()
+
+
+@pytest.mark.parametrize("claim", [False, True], ids=["direct", "claim"])
+def test_a_sink_commits_nothing_but_the_expected_checksum(pool: Path, claim: bool) -> None:
+    async def deliver(expected: str) -> None:
+        sink = FileSink(pool / "data" / "f", (str(pool),), claim=claim, expected_adler32=expected)
+        await sink.write(b"recalled bytes")
+        await sink.commit()
+
+    with pytest.raises(ExpectedChecksumMismatch) as caught:
+        asyncio.run(deliver("00000001"))
+    assert not counts_against_hardware(caught.value)
+    assert list((pool / "data").iterdir()) == []
+    right = f"{zlib.adler32(b'recalled bytes'):08X}"  # another spelling of the same value
+    asyncio.run(deliver(right))
+    name = temp_path_for(pool / "data" / "f").name if claim else "f"
+    assert [p.name for p in (pool / "data").iterdir()] == [name]

@@ -183,7 +183,7 @@ def openapi_document() -> dict[str, Any]:
                 "responses": {
                     "200": _json(_SUBMITTED, "attached"),
                     "201": _json(_SUBMITTED, "created"),
-                    **_errors(400, 413, 503),
+                    **_errors(400, 409, 413, 503),
                 },
             },
             "get": {
@@ -233,13 +233,14 @@ def openapi_document() -> dict[str, Any]:
                 "summary": "tss-hsm: adopt the open (or finished, unreported) request, or submit",
                 "description": "Body as for submit, plus adopt: finished (default) or open. "
                 "For an open request, request may carry only id, kind, state, pnfsid, path "
-                "and queue.",
+                "and queue. A migration whose size or adler32 differs from the open "
+                "migration of its pnfsid is refused (409, OtherFile).",
                 "operationId": "obtain",
                 "requestBody": request_body("Obtain"),
                 "responses": {
                     "200": _json(_OBTAINED, "adopted"),
                     "201": _json(_SUBMITTED, "created"),
-                    **_errors(400, 413, 503),
+                    **_errors(400, 409, 413, 503),
                 },
             }
         },

@@ -12,11 +12,12 @@ import structlog
 from aiohttp import web
 
 from tssd.api.admission import admission
+from tssd.api.attach import check_attach
 from tssd.api.helpers import check_paths_off_loop, owned, read_json, services
 from tssd.api.schemas import request_json
 from tssd.bodies import Obtain, convert
 from tssd.db.views import request_view
-from tssd.domain import Kind
+from tssd.domain import OPEN_STATES, Kind
 from tssd.errors import InvalidRequest, ShuttingDown
 from tssd.submit import submit_spec
 
@@ -40,6 +41,7 @@ async def obtain_request(request: web.Request) -> web.Response:
         raise InvalidRequest("obtain takes a recall or a migration; submit removals")
     entry = svc.store.polls.lookup(spec.kind.value, spec.key)
     if entry is not None:
+        check_attach(svc.metrics, spec, entry.request_id, entry.size, entry.checksum)
         return web.Response(body=entry.answer, content_type="application/json")
     if not svc.accepting:
         raise ShuttingDown("tssd is shutting down and accepts no new requests")
@@ -49,6 +51,8 @@ async def obtain_request(request: web.Request) -> web.Response:
     with admission(request) as ticket:
         found = await svc.store.obtain(spec, adopt_finished=adopt == "finished")
         ticket.created = int(found.created)
+    if not found.created and found.row.state in OPEN_STATES:
+        check_attach(svc.metrics, spec, found.row.id, found.row.size, found.row.checksum)
     row = request_view(found.row)
     if found.created:
         log.info(

@@ -15,6 +15,7 @@ import structlog
 from aiohttp import web
 
 from tssd.api.admission import admission
+from tssd.api.attach import check_attach
 from tssd.api.bulk_json import decode_bulk, encode_results, in_bulk_thread
 from tssd.api.helpers import (
     check_accepting,
@@ -49,6 +50,8 @@ async def submit(request: web.Request) -> web.Response:
     with admission(request) as ticket:
         [(created, row)] = await svc.store.submit([spec])
         ticket.created = int(created)
+    if not created:
+        check_attach(svc.metrics, spec, row.id, row.size, row.checksum)
     if created:
         log.info(
             "request.submitted",

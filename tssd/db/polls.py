@@ -60,6 +60,9 @@ class Entry:
     state: str
     queue: str
     stamp: float
+    #: What a migration must agree on to attach to this one (tssd.api.attach).
+    size: int | None = None
+    checksum: str | None = None
     encoded: bytes | None = None
 
     @property
@@ -108,7 +111,9 @@ class PollIndex:
         for row in rows:
             if row.kind in POLLED_KINDS and row.pnfsid and row.state in OPEN_STATES:
                 if add or (row.kind, row.pnfsid) in self._by_key:
-                    self._put(row.id, row.kind, row.pnfsid, row.path, row.state, row.queue)
+                    self._put(Entry(row.id, row.kind, row.pnfsid, row.path, row.state,
+                                    row.queue, 0.0, getattr(row, "size", None),
+                                    getattr(row, "checksum", None)))  # fmt: skip
             else:
                 self._drop(row.id)
 
@@ -122,25 +127,25 @@ class PollIndex:
                 self._drop(request_id)
                 continue
             old = self._by_key[key]
-            self._put(request_id, key[0], key[1], old.path, state.value, old.queue)
+            self._put(Entry(request_id, key[0], key[1], old.path, state.value, old.queue, 0.0,
+                            old.size, old.checksum))  # fmt: skip
 
     def clear(self) -> None:
         self._by_key.clear()
         self._key_of.clear()
 
-    def _put(
-        self, request_id: int, kind: str, pnfsid: str, path: str | None, state: str, queue: str
-    ) -> None:
+    def _put(self, entry: Entry) -> None:
         if len(self._by_key) >= self.max_entries:
             # A cache: dropping it costs database reads, never a wrong answer.
             self.clear()
-        stale = self._by_key.get((kind, pnfsid))
+        key, request_id = (entry.kind, entry.pnfsid), entry.request_id
+        stale = self._by_key.get(key)
         if stale is not None and stale.request_id != request_id:
             self._key_of.pop(stale.request_id, None)
         # Not encoded here: most requests (bulk API, ENDIT, simulations) are never polled.
-        entry = Entry(request_id, kind, pnfsid, path, state, queue, time.monotonic())
-        self._by_key[(kind, pnfsid)] = entry
-        self._key_of[request_id] = (kind, pnfsid)
+        entry.stamp = time.monotonic()
+        self._by_key[key] = entry
+        self._key_of[request_id] = key
 
     def _drop(self, request_id: int) -> None:
         key = self._key_of.pop(request_id, None)

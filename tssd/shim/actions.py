@@ -126,7 +126,7 @@ def do_put(client: fastclient.Client, call: Call, transfer: Transfer) -> int:
     request = settle(client, found, call.options)
     if request is None:
         return EXIT_PENDING
-    conclude(client, request, lambda: print_uri(request))
+    conclude(client, request, path, lambda: print_uri(request))
     return EXIT_OK
 
 
@@ -161,7 +161,17 @@ def do_get(client: fastclient.Client, call: Call, transfer: Transfer) -> int:
     request = settle(client, found, call.options)
     if request is None:
         return EXIT_PENDING
-    conclude(client, request, lambda: finish_recall(request, path, transfer.si))
+
+    def finish() -> None:
+        if not is_own(request, path):
+            raise HsmExit(
+                EXIT_OTHER,
+                f"request {request['id']} recalled this pnfsid for another pool's path "
+                f"{request.get('path')}, not {path}; dCache stages it again",
+            )
+        finish_recall(request, path, transfer.si)
+
+    conclude(client, request, path, finish)
     return EXIT_OK
 
 
@@ -266,15 +276,31 @@ def settle(client: fastclient.Client, request: Request, options: Options) -> Req
     return wait_block(client, request["id"], options.reconnect_timeout)
 
 
-def conclude(client: fastclient.Client, request: Request, finish: Callable[[], None]) -> None:
-    """Decide the outcome (``finish`` raises :class:`HsmExit` on failure), mark it reported."""
+def conclude(
+    client: fastclient.Client, request: Request, path: str, finish: Callable[[], None]
+) -> None:
+    """Decide the outcome (``finish`` raises :class:`HsmExit` on failure), mark it reported.
+
+    Only a request for this call's *path* is marked: one this call attached to for another
+    pool (the same pnfsid, another path) is that pool's to collect; marked here, that
+    pool's next call would not find it and would start a second tape read.
+    """
+    own = is_own(request, path)
     try:
         ensure_done(request)
         finish()
     except HsmExit:
-        mark_reported(client, request["id"])
+        if own:
+            mark_reported(client, request["id"])
         raise
-    mark_reported(client, request["id"])
+    if own:
+        mark_reported(client, request["id"])
+
+
+def is_own(request: Request, path: str) -> bool:
+    """Whether *request* was made for this call's *path* (not another pool's)."""
+    theirs = request.get("path")
+    return theirs is None or theirs == path
 
 
 def mark_reported(client: fastclient.Client, request_id: int) -> None:

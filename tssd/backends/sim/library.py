@@ -282,11 +282,19 @@ class SimLibrary(TapeBackend):
         try:
             nbytes, adler = await deliver(self._objects, obj, item.sink)
         except (DataError, PermanentBackendError) as exc:
-            return self._read_failed(drive, item, exc, locate_s, transfer_s)
+            error: Exception = exc
+            if isinstance(exc, PermanentBackendError) and await self._removed(obj):
+                # Removed after the batch was looked up: gone, not a media error (health).
+                error = ObjectNotFound(f"{obj.pnfsid}: {obj.bfid} was removed while being read")
+            return self._read_failed(drive, item, error, locate_s, transfer_s)
         log.debug(
             "sim.read.file", drive=drive, volume=state.volume, pnfsid=obj.pnfsid, nbytes=nbytes
         )
         return ReadResult(item, nbytes, adler, locate_s=locate_s, transfer_s=transfer_s)
+
+    async def _removed(self, obj: SimObject) -> bool:
+        """Whether the catalog no longer holds *obj* (a removal raced its read)."""
+        return obj.bfid not in await self._catalog.objects([obj.bfid])
 
     def _read_failed(
         self,
