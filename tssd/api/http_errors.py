@@ -12,6 +12,7 @@ import structlog
 from aiohttp import web
 
 from tssd.api.admission import Overloaded
+from tssd.api.inputs import BodyTooLarge
 from tssd.db.engine import is_transient
 from tssd.errors import (
     Conflict,
@@ -36,6 +37,7 @@ class Forbidden(TssdError):
 
 
 _STATUS = {
+    BodyTooLarge: 413,  # before InvalidRequest, its base
     InvalidRequest: 400,
     NotFound: 404,
     Conflict: 409,

@@ -28,7 +28,7 @@ from tssd.api.inputs import read_body
 from tssd.api.params import LatestParams, ListParams, WaitParams, path_id, query_params
 from tssd.api.roles import ROLE, Role, is_own
 from tssd.api.schemas import request_json
-from tssd.bodies import Query, convert, convert_bulk
+from tssd.bodies import MAX_QUERY_IDS, Query, convert, convert_bulk
 from tssd.db.store import ListFilter
 from tssd.db.views import request_view
 from tssd.errors import InvalidRequest, NotFound
@@ -37,6 +37,9 @@ from tssd.services import Services
 from tssd.submit import SubmitSpec, parse_submit, submit_spec
 
 log = structlog.get_logger()
+#: A progress query's body: its ids, each at most 19 digits and a separator, and the rest.
+QUERY_BODY_MAX = 1024 + MAX_QUERY_IDS * 24
+QUERY_HINT = f" (at most {MAX_QUERY_IDS} ids per query)"
 
 
 async def submit(request: web.Request) -> web.Response:
@@ -192,7 +195,7 @@ async def list_requests(request: web.Request) -> web.Response:
 async def query_requests(request: web.Request) -> web.Response:
     # Ids are bounded: a database integer is 64 bits (found by the fuzz test,
     # docs/reliability.md); tssd.bodies.Query says so.
-    query = convert(await read_json(request), Query)
+    query = convert(await read_json(request, QUERY_BODY_MAX, QUERY_HINT), Query)
     result = await services(request).store.query(query.ids)
     result["failed"] = [request_json(request_view(r)) for r in result["failed"]]
     return web.json_response(result)

@@ -64,6 +64,14 @@ class ApiSettings:
     max_body_bytes: int = field(
         default=64 * 1024 * 1024, metadata=_doc("Largest accepted request body (bulk submit).")
     )
+    max_request_body_bytes: int = field(
+        default=256 * 1024,
+        metadata=_doc(
+            "Largest body of a call about one request (submit, tss-hsm's obtain, a queue's "
+            "settings); larger ones get 413 before they are read whole. A real one is under "
+            "2 kB; many requests go in one bulk submit (api.max_body_bytes)."
+        ),
+    )
     max_bulk: int = field(
         default=10_000,
         metadata=_doc(
