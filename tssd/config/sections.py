@@ -113,6 +113,14 @@ class ApiSettings:
             "0 = always read the database."
         ),
     )
+    status_cache_s: float = field(
+        default=30.0,
+        metadata=_doc(
+            "The /status page is rendered at most once per this many seconds (as often as "
+            "it reloads itself), in a worker thread; every reader in between gets that "
+            "render, and readers during a render share it. 0 = a render per request."
+        ),
+    )
     status_sample_s: float = field(
         default=60.0,
         metadata=_doc(
