@@ -16,6 +16,8 @@ from aiohttp import web
 
 from tssd.api.inputs import decode_json, read_body
 from tssd.api.roles import PEER_UID
+from tssd.config.storage_classes import StorageClassRefused, check_admitted
+from tssd.domain import Kind
 from tssd.errors import InvalidRequest, ShuttingDown
 from tssd.files import PoolRoots, effective_roots
 from tssd.services import Services
@@ -73,6 +75,22 @@ async def check_paths_off_loop(svc: Services, specs: Sequence[SubmitSpec]) -> No
                 raise InvalidRequest(f"request {index}: {exc}") from exc
 
     await asyncio.to_thread(check_all)
+
+
+def check_storage_classes(svc: Services, specs: Sequence[SubmitSpec]) -> None:
+    """Every migration's storage class is one ``[[storage_classes]]`` admits: a class
+    nobody listed would take an empty cartridge for itself (tssd.config.storage_classes).
+    A refusal names the index of the request in the batch."""
+    tables = svc.settings.storage_classes
+    for index, spec in enumerate(specs):
+        if spec.kind is not Kind.MIGRATE:
+            continue
+        try:
+            check_admitted(tables, spec.storage_class or "")
+        except StorageClassRefused as exc:
+            if len(specs) == 1:
+                raise
+            raise StorageClassRefused(f"request {index}: {exc}") from exc
 
 
 def owned(request: web.Request, spec: SubmitSpec) -> SubmitSpec:

@@ -13,6 +13,7 @@ from aiohttp import web
 
 from tssd.api.admission import Overloaded
 from tssd.api.inputs import BodyTooLarge
+from tssd.config.storage_classes import StorageClassRefused
 from tssd.db.engine import is_transient
 from tssd.errors import (
     Conflict,
@@ -46,6 +47,7 @@ _STATUS = {
     Overloaded: 503,
     Unauthorized: 401,
     Forbidden: 403,
+    StorageClassRefused: 403,
 }
 
 

@@ -19,6 +19,7 @@ from tssd.api.bulk_json import decode_bulk, encode_results, in_bulk_thread
 from tssd.api.helpers import (
     check_accepting,
     check_paths_off_loop,
+    check_storage_classes,
     owned,
     read_json,
     services,
@@ -48,6 +49,7 @@ async def submit(request: web.Request) -> web.Response:
     spec = owned(
         request, parse_submit(await read_json(request), svc.settings.scheduler.default_queue)
     )
+    check_storage_classes(svc, [spec])
     await check_paths_off_loop(svc, [spec])
     with admission(request) as ticket:
         [(created, row)] = await svc.store.submit([spec])
@@ -89,6 +91,7 @@ async def submit_bulk(request: web.Request) -> web.Response:
     # Validation and the answer of 100,000 requests are seconds of pure Python: in a worker
     # thread the interpreter still hands the event loop its turn every few milliseconds.
     specs = await in_bulk_thread(validate)
+    check_storage_classes(svc, specs)
     await check_paths_off_loop(svc, specs)
     with admission(request, len(specs)) as ticket:
         results = await submit_in_chunks(svc, specs)
