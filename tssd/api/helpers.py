@@ -37,10 +37,13 @@ SINGLE_HINT = " (api.max_request_body_bytes; many requests go in one POST /v1/re
 
 async def read_json(request: web.Request, max_bytes: int | None = None, hint: str = "") -> Any:
     """The body's JSON value (see :mod:`tssd.api.inputs`); 408 for a body that stalls, 413
-    past *max_bytes* (default ``api.max_request_body_bytes``: a body of one request)."""
+    past *max_bytes* (default ``api.max_request_body_bytes``: a body of one request) or
+    ``api.max_body_bytes``, whichever is less."""
     settings = services(request).settings
     if max_bytes is None:
         max_bytes, hint = settings.api.max_request_body_bytes, SINGLE_HINT
+    if settings.api.max_body_bytes < max_bytes:  # the bound of every body
+        max_bytes, hint = settings.api.max_body_bytes, " (api.max_body_bytes)"
     raw = await read_body(request, settings.limits.idle_timeout_s, max_bytes, hint)
     if len(raw) <= DECODE_ON_LOOP_MAX:
         return decode_json(raw)
