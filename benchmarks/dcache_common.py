@@ -65,6 +65,8 @@ class Tssd:
             TSSD_SCHEDULER_TICK_S="0.2",
             # The benchmark's files lie beside the daemon's home (tssd is confined by default).
             TSSD_API_POOL_ROOTS=str(self.home.parent),
+            # The benchmark's stores, whatever they are, may claim cartridges.
+            TSSD_STORAGE_CLASSES='[{name = "*", max_tapes = 1000000}]',
         )
         env.update(self.env_extra)
         return env

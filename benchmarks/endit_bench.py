@@ -59,6 +59,7 @@ class Tssd:
             "TSSD_SCHEDULER_TICK_S": "0.2",
             "TSSD_LOG_LEVEL": "warning",
             "TSSD_LOG_FORMAT": "json",
+            "TSSD_STORAGE_CLASSES": '[{name = "bench:tape"}]',
         }
         if endit is not None:
             self.env["TSSD_ENDIT_DIRECTORIES"] = f'[{{path = "{endit}", hsm_name = "pool1"}}]'

@@ -117,7 +117,7 @@ async def _compose(
     store = RequestStore(
         sessions, postgres=postgres, notifier=Notifier(listeners),
         poll_ttl_s=settings.api.poll_cache_s,
-        instance=store_instance(settings.cluster, postgres=postgres),
+        instance=store_instance(settings.cluster, postgres=postgres), outcomes=metrics.ended,
     )  # fmt: skip
     stack.push_async_callback(store.tally.close)  # a background recount, if running
     # Before the scheduler reads the queues table: [[queues]] tables win at start.

@@ -6,8 +6,12 @@ No label may take one value per tape or per file: per-tape figures live in the d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from tssd.domain import State
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -177,6 +181,12 @@ class Metrics:
             registry=r,
         )
         self.endit = EnditMetrics(r)
+
+    def ended(self, state: State, labels: Sequence[tuple[str, str]]) -> None:
+        """Requests of these (kind, queue) ended in *state* (``db.notifier.Outcomes``):
+        the store calls it on every change to done, failed or cancelled."""
+        for kind, queue in labels:
+            self.requests_total.labels(kind, queue, state.value).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -38,6 +38,8 @@ def untagged_si(size: int, adler: str, uris: tuple[str, ...] = ()) -> str:
 
 
 def test_untagged_directory_put_and_get(daemon: Daemon, tmp_path: Path) -> None:
+    # An untagged file's class must be listed like any other to claim a cartridge.
+    daemon.extra_env["TSSD_STORAGE_CLASSES"] = '[{name = "unknown:unknown"}]'
     daemon.start()
     path = tmp_path / "pool" / pnfsid(20)
     path.parent.mkdir()

@@ -15,6 +15,8 @@ from tssd.testing import adler32_file
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 CLASSES = [("atlas", "tape"), ("cms", "raw"), ("lhcb", "archive")]
+#: Each admitted: a class no [[storage_classes]] table admits is refused at submit.
+CLASS_TABLES = "[" + ", ".join(f'{{name = "{s}:{g}"}}' for s, g in CLASSES) + "]"
 
 
 def pnfsid(i: int) -> str:
@@ -35,6 +37,7 @@ def make_files(root: Path, n: int, seed: int) -> list[tuple[str, Path, int, str,
 
 
 def test_put_get_remove_many(daemon: Daemon, tmp_path: Path) -> None:
+    daemon.extra_env["TSSD_STORAGE_CLASSES"] = CLASS_TABLES
     daemon.start()
     files = make_files(tmp_path / "pool", 200, seed=7)
     uris: dict[str, str] = {}
@@ -141,6 +144,7 @@ def test_concurrent_gets_of_one_file_share_one_request(daemon: Daemon, tmp_path:
 def test_kill_9_during_recalls_loses_nothing(daemon: Daemon, tmp_path: Path) -> None:
     # Slow hardware so that recalls are surely in flight when tssd is killed.
     daemon.extra_env["TSSD_SIM_TIME_SCALE"] = "0.002"
+    daemon.extra_env["TSSD_STORAGE_CLASSES"] = CLASS_TABLES
     daemon.start()
     files = make_files(tmp_path / "pool", 40, seed=11)
     with ThreadPoolExecutor(8) as pool:

@@ -260,6 +260,12 @@ def copies_on_tape(db_url: str) -> dict[str, int]:
 def write_config(path: Path, base: Path) -> Path:
     path.write_text(
         f"""
+# The classes the flushes use (CLASSES): a class no table admits claims no cartridge.
+[[storage_classes]]
+name = "atlas:tape"
+[[storage_classes]]
+name = "cms:raw"
+
 [endit]
 rescan_s = 2.0
 cancel_grace_s = 8.0

@@ -71,6 +71,7 @@ def test_the_same_failure_three_times_ends_the_request(daemon: Daemon, tmp_path:
         TSSD_SIM_TAPES="1",
         TSSD_SCHEDULER_MIGRATE_MAX_AGE_S="0.2",
         TSSD_BACKEND_MAX_SAME_FAILURES="3",
+        TSSD_STORAGE_CLASSES='[{name = "atlas:tape"}, {name = "cms:tape"}]',
     )
     daemon.start()
     client = daemon.client()

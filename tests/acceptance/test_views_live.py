@@ -98,6 +98,8 @@ def running_campaign(tmp_path: Path, sqlite_url: str) -> Iterator[tuple[Daemon, 
     daemon.extra_env.update(
         TSSD_API_METRICS_TCP=f"127.0.0.1:{port}",
         TSSD_API_STATUS_SAMPLE_S="1",
+        # The page is read again until no mount started meanwhile: each read renders anew.
+        TSSD_API_STATUS_CACHE_S="0",
         TSSD_SIM_DRIVES="3",
         TSSD_SIM_TIME_SCALE="0.1",
         TSSD_SCHEDULER_KEEP_MOUNTED_S="0.5",

@@ -58,7 +58,8 @@ async def duplicates(request: web.Request) -> web.Response:
 async def import_catalog(request: web.Request) -> web.Response:
     """Admin only (:mod:`tssd.api.roles`): the catalog decides which copy a recall reads."""
     svc = services(request)
-    body = convert(await read_json(request), CatalogImport)
+    hint = " (api.max_body_bytes; a larger catalog is imported by path)"
+    body = convert(await read_json(request, svc.settings.api.max_body_bytes, hint), CatalogImport)
     if body.csv is None and body.path is None:
         raise InvalidRequest('body must be {"csv": TEXT} or {"path": SERVER_PATH}, + "replace"')
     replace, force = body.replace, body.force

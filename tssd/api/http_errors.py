@@ -12,6 +12,8 @@ import structlog
 from aiohttp import web
 
 from tssd.api.admission import Overloaded
+from tssd.api.inputs import BodyTooLarge
+from tssd.config.storage_classes import StorageClassRefused
 from tssd.db.engine import is_transient
 from tssd.errors import (
     Conflict,
@@ -36,6 +38,7 @@ class Forbidden(TssdError):
 
 
 _STATUS = {
+    BodyTooLarge: 413,  # before InvalidRequest, its base
     InvalidRequest: 400,
     NotFound: 404,
     Conflict: 409,
@@ -44,6 +47,7 @@ _STATUS = {
     Overloaded: 503,
     Unauthorized: 401,
     Forbidden: 403,
+    StorageClassRefused: 403,
 }
 
 

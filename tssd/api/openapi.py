@@ -183,7 +183,7 @@ def openapi_document() -> dict[str, Any]:
                 "responses": {
                     "200": _json(_SUBMITTED, "attached"),
                     "201": _json(_SUBMITTED, "created"),
-                    **_errors(400, 409, 413, 503),
+                    **_errors(400, 403, 409, 413, 503),
                 },
             },
             "get": {
@@ -216,7 +216,7 @@ def openapi_document() -> dict[str, Any]:
                             "properties": {"results": {"type": "array", "items": _SUBMITTED}},
                         }
                     ),
-                    **_errors(400, 413, 503),
+                    **_errors(400, 403, 413, 503),
                 },
             }
         },
@@ -225,7 +225,7 @@ def openapi_document() -> dict[str, Any]:
                 "summary": "Progress of a batch of requests",
                 "operationId": "query",
                 "requestBody": request_body("Query"),
-                "responses": {"200": _json({"type": "object"}), **_errors(400)},
+                "responses": {"200": _json({"type": "object"}), **_errors(400, 413)},
             }
         },
         "/v1/requests/obtain": {
@@ -240,7 +240,7 @@ def openapi_document() -> dict[str, Any]:
                 "responses": {
                     "200": _json(_OBTAINED, "adopted"),
                     "201": _json(_SUBMITTED, "created"),
-                    **_errors(400, 409, 413, 503),
+                    **_errors(400, 403, 409, 413, 503),
                 },
             }
         },

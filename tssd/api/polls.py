@@ -13,7 +13,13 @@ from aiohttp import web
 
 from tssd.api.admission import admission
 from tssd.api.attach import check_attach
-from tssd.api.helpers import check_paths_off_loop, owned, read_json, services
+from tssd.api.helpers import (
+    check_paths_off_loop,
+    check_storage_classes,
+    owned,
+    read_json,
+    services,
+)
 from tssd.api.schemas import request_json
 from tssd.bodies import Obtain, convert
 from tssd.db.views import request_view
@@ -45,6 +51,7 @@ async def obtain_request(request: web.Request) -> web.Response:
         return web.Response(body=entry.answer, content_type="application/json")
     if not svc.accepting:
         raise ShuttingDown("tssd is shutting down and accepts no new requests")
+    check_storage_classes(svc, [spec])
     await check_paths_off_loop(svc, [spec])  # after the poll lookup: only new requests pay
     # Before the database: a call that would adopt a finished request is refused too,
     # and simply comes back (exit 72) after Retry-After.

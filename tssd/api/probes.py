@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from tssd.api.helpers import services
 from tssd.api.openapi import openapi_document
-from tssd.api.status_page import status_page
+from tssd.api.status_page import add_page_cache, status_page
 from tssd.errors import NotFound
 from tssd.metrics import CONTENT_TYPE
 
@@ -23,7 +25,9 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
-    body = services(request).metrics.exposition()
+    # In a thread, as the status page: an unauthenticated scraper's loop is no pool's load
+    # (admission control measures the event loop thread's CPU).
+    body = await asyncio.to_thread(services(request).metrics.exposition)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 
@@ -52,6 +56,7 @@ def add_listener_routes(app: web.Application) -> None:
 
 
 def add_probe_routes(app: web.Application) -> None:
+    add_page_cache(app)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/status", status_page)

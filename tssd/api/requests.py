@@ -20,6 +20,7 @@ from tssd.api.bulk_json import decode_bulk, encode_results, in_bulk_thread
 from tssd.api.helpers import (
     check_accepting,
     check_paths_off_loop,
+    check_storage_classes,
     owned,
     read_json,
     services,
@@ -29,7 +30,7 @@ from tssd.api.inputs import read_body
 from tssd.api.params import LatestParams, ListParams, WaitParams, path_id, query_params
 from tssd.api.roles import ROLE, Role, is_own
 from tssd.api.schemas import request_json
-from tssd.bodies import Query, convert, convert_bulk
+from tssd.bodies import MAX_QUERY_IDS, Query, convert, convert_bulk
 from tssd.db.store import ListFilter
 from tssd.db.views import request_view
 from tssd.errors import InvalidRequest, NotFound
@@ -38,6 +39,9 @@ from tssd.services import Services
 from tssd.submit import SubmitSpec, parse_submit, submit_spec
 
 log = structlog.get_logger()
+#: A progress query's body: its ids, each at most 19 digits and a separator, and the rest.
+QUERY_BODY_MAX = 1024 + MAX_QUERY_IDS * 24
+QUERY_HINT = f" (at most {MAX_QUERY_IDS} ids per query)"
 
 
 async def submit(request: web.Request) -> web.Response:
@@ -46,6 +50,7 @@ async def submit(request: web.Request) -> web.Response:
     spec = owned(
         request, parse_submit(await read_json(request), svc.settings.scheduler.default_queue)
     )
+    check_storage_classes(svc, [spec])
     await check_paths_off_loop(svc, [spec])
     with admission(request) as ticket:
         [(created, row)] = await svc.store.submit([spec])
@@ -89,6 +94,7 @@ async def submit_bulk(request: web.Request) -> web.Response:
     # Validation and the answer of 100,000 requests are seconds of pure Python: in a worker
     # thread the interpreter still hands the event loop its turn every few milliseconds.
     specs = await in_bulk_thread(validate)
+    check_storage_classes(svc, specs)
     await check_paths_off_loop(svc, specs)
     with admission(request, len(specs)) as ticket:
         results = await submit_in_chunks(svc, specs)
@@ -195,7 +201,7 @@ async def list_requests(request: web.Request) -> web.Response:
 async def query_requests(request: web.Request) -> web.Response:
     # Ids are bounded: a database integer is 64 bits (found by the fuzz test,
     # docs/reliability.md); tssd.bodies.Query says so.
-    query = convert(await read_json(request), Query)
+    query = convert(await read_json(request, QUERY_BODY_MAX, QUERY_HINT), Query)
     result = await services(request).store.query(query.ids)
     result["failed"] = [request_json(request_view(r)) for r in result["failed"]]
     return web.json_response(result)

@@ -188,7 +188,9 @@ class TapeBackend(abc.ABC):
         """The volume that the next *size* bytes of *storage_class* should go to.
 
         Opens a scratch volume when no filling one has room. Raises
-        PermanentBackendError when the library has no room left, and its subclass
+        PermanentBackendError when the library has no room left or *storage_class* may
+        claim no scratch volume (``[[storage_classes]]``, given to the backend by the
+        factory: none admits it, or its table's ``max_tapes`` are held), and its subclass
         TooLargeForTape when *size* is more than the backend can ever put in one place
         (more than any cartridge holds, for a backend that cannot spread a batch).
         """

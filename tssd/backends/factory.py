@@ -25,6 +25,7 @@ def create_backend(settings: Settings, sessions: Sessions, clock: Clock) -> Tape
             clock,
             settings.path(settings.sim.data_dir),
             time_scale=settings.sim.time_scale,
+            storage_classes=settings.storage_classes,
         )
     if kind == "scsi":
         from tssd.backends.scsi.library import ScsiLibrary, emulated_settings
@@ -32,6 +33,6 @@ def create_backend(settings: Settings, sessions: Sessions, clock: Clock) -> Tape
         scsi = settings.scsi
         if scsi.emulation_dir:
             scsi = emulated_settings(scsi, settings.path(scsi.emulation_dir))
-        return ScsiLibrary(scsi, sessions, clock)
+        return ScsiLibrary(scsi, sessions, clock, settings.storage_classes)
     valid = ", ".join(repr(t) for t in BACKEND_TYPES)
     raise ConfigError(f"unknown backend.type {kind!r}: valid choices are {valid}")

@@ -8,6 +8,7 @@ from typing import Any
 
 from tssd.config.queues import QueueSettings
 from tssd.config.settings import SECTIONS, Origin, Settings
+from tssd.config.storage_classes import StorageClassSettings
 
 
 def describe(settings: Settings, origin: Origin | None = None) -> list[tuple[str, Any, str, str]]:
@@ -37,6 +38,8 @@ def to_toml(settings: Settings, origin: Origin | None = None) -> str:
         lines.append(f"# {doc} ({src})")
         lines.append(f"{name or key} = {_toml_value(value)}")
     lines.extend(queues_toml(settings.queues, origin.get("queues", "default") if origin else ""))
+    src = origin.get("storage_classes", "default") if origin else ""
+    lines.extend(storage_classes_toml(settings.storage_classes, src))
     return "\n".join(lines).lstrip() + "\n"
 
 
@@ -52,6 +55,34 @@ def queues_toml(queues: tuple[QueueSettings, ...], src: str = "") -> list[str]:
                 none = "any" if key == "max_drives" else "none"
                 lines.append(f"{key} = {_toml_value(none if value is None else value)}")
     return lines
+
+
+def storage_classes_toml(tables: tuple[StorageClassSettings, ...], src: str = "") -> list[str]:
+    """``[[storage_classes]]`` tables (``max_tapes`` when it bounds)."""
+    lines: list[str] = []
+    for t in tables:
+        lines.append(f"\n[[storage_classes]]{f'  # ({src})' if src else ''}")
+        lines.append(f"name = {_toml_value(t.name)}")
+        if t.max_tapes:
+            lines.append(f"max_tapes = {t.max_tapes}")
+    return lines
+
+
+SAMPLE_STORAGE_CLASSES = """
+# Storage classes whose migrations (puts, ENDIT flushes) tssd takes: one
+# [[storage_classes]] table per class, or a pattern ("*" any characters, "?" one) with
+# max_tapes, the most cartridges the classes it admits may hold together (filling and
+# full). A class no table admits is refused at submit (tss-hsm exits 1; dCache flushes
+# again later) and claims no cartridge: list every class your pools flush. The default
+# admits atlas:tape alone (docs/backends.md, "Storage classes and cartridges"); a file
+# with tables replaces it. TSSD_STORAGE_CLASSES takes a TOML inline array.
+#   [[storage_classes]]
+#   name = "atlas:tape"
+#
+#   [[storage_classes]]
+#   name = "cms:*"
+#   max_tapes = 40
+"""
 
 
 SAMPLE_QUEUES = """
@@ -90,6 +121,7 @@ def sample_toml() -> str:
         lines.extend(f"# {line}" for line in textwrap.wrap(doc, 86))
         lines.append(f"# {name or key} = {_toml_value(value)}")
     lines.append(SAMPLE_QUEUES.rstrip("\n"))
+    lines.append(SAMPLE_STORAGE_CLASSES.rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 

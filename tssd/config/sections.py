@@ -64,6 +64,14 @@ class ApiSettings:
     max_body_bytes: int = field(
         default=64 * 1024 * 1024, metadata=_doc("Largest accepted request body (bulk submit).")
     )
+    max_request_body_bytes: int = field(
+        default=256 * 1024,
+        metadata=_doc(
+            "Largest body of a call about one request (submit, tss-hsm's obtain, a queue's "
+            "settings); larger ones get 413 before they are read whole. A real one is under "
+            "2 kB; many requests go in one bulk submit (api.max_body_bytes)."
+        ),
+    )
     max_bulk: int = field(
         default=10_000,
         metadata=_doc(
@@ -103,6 +111,14 @@ class ApiSettings:
             "re-read from the database after this long: with several tssd instances on one "
             "database, a request another instance finished is seen this late at most. "
             "0 = always read the database."
+        ),
+    )
+    status_cache_s: float = field(
+        default=30.0,
+        metadata=_doc(
+            "The /status page is rendered at most once per this many seconds (as often as "
+            "it reloads itself), in a worker thread; every reader in between gets that "
+            "render, and readers during a render share it. 0 = a render per request."
         ),
     )
     status_sample_s: float = field(

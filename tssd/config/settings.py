@@ -28,6 +28,11 @@ from tssd.config.sections import (
     SchedulerSettings,
     _doc,
 )
+from tssd.config.storage_classes import (
+    DEFAULT_STORAGE_CLASSES,
+    StorageClassSettings,
+    load_storage_classes,
+)
 from tssd.errors import ConfigError
 from tssd.shim.endpoint import DEFAULT_HOME
 
@@ -52,6 +57,9 @@ class Settings:
     delivery: DeliverySettings = field(default_factory=DeliverySettings)
     #: ``[[queues]]`` tables (tssd/config/queues.py): queues seeded at start.
     queues: tuple[QueueSettings, ...] = ()
+    #: ``[[storage_classes]]`` tables (tssd/config/storage_classes.py): the classes whose
+    #: migrations tssd takes, and the cartridges they may hold.
+    storage_classes: tuple[StorageClassSettings, ...] = DEFAULT_STORAGE_CLASSES
 
     @property
     def home_path(self) -> Path:
@@ -69,7 +77,7 @@ class Settings:
 SECTIONS: dict[str, type[Any]] = {
     f.name: typing.get_type_hints(Settings)[f.name]
     for f in dataclasses.fields(Settings)
-    if f.name not in ("home", "queues")
+    if f.name not in ("home", "queues", "storage_classes")
 }
 
 
@@ -155,6 +163,13 @@ def load_settings(
     queues = load_queues(data.pop("queues", []))
     if "TSSD_QUEUES" in env:
         queues, origin["queues"] = load_queues(env["TSSD_QUEUES"], "TSSD_QUEUES"), "env"
+    classes = DEFAULT_STORAGE_CLASSES
+    if "storage_classes" in data:
+        origin["storage_classes"] = "file"
+        classes = load_storage_classes(data.pop("storage_classes"))
+    if "TSSD_STORAGE_CLASSES" in env:
+        classes = load_storage_classes(env["TSSD_STORAGE_CLASSES"], "TSSD_STORAGE_CLASSES")
+        origin["storage_classes"] = "env"
     sections: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
         table = data.pop(name, {})
@@ -164,12 +179,12 @@ def load_settings(
     if data:
         raise ConfigError(f"unknown setting(s) in {path}: {', '.join(sorted(data))}")
     _check_environment(env)
-    return Settings(home=home, queues=queues, **sections), origin
+    return Settings(home=home, queues=queues, storage_classes=classes, **sections), origin
 
 
 #: TSSD_* variables that are no setting of a section: the clients' and the loader's own.
-ENVIRONMENT = frozenset({"TSSD_HOME", "TSSD_CONFIG", "TSSD_QUEUES", "TSSD_URL",
-                         "TSSD_TOKEN_FILE"})  # fmt: skip
+ENVIRONMENT = frozenset({"TSSD_HOME", "TSSD_CONFIG", "TSSD_QUEUES", "TSSD_STORAGE_CLASSES",
+                         "TSSD_URL", "TSSD_TOKEN_FILE"})  # fmt: skip
 
 
 def environment_names() -> frozenset[str]:

@@ -28,6 +28,7 @@ def _single_transition(keys: tuple[str, ...], sources: int) -> Update:
         update(REQUESTS)
         .where(REQUESTS.c.id == bindparam("rid"), REQUESTS.c.state.in_(states))
         .values({k: bindparam(f"v_{k}") for k in keys})
+        .returning(REQUESTS.c.id, REQUESTS.c.kind, REQUESTS.c.queue)
     )
 
 

@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from tssd.db.actions import OperatorActions
 from tssd.db.memory_scheduling import MemoryScheduling
 from tssd.db.models import QueueRow, Request, utcnow
-from tssd.db.notifier import Notifier
+from tssd.db.notifier import COUNTED, Notifier, Outcomes
 from tssd.db.polls import REPORTED, Obtained, PollIndex, adoptable, new_request, on_tape_already
 from tssd.db.store import ListFilter
 from tssd.domain import OPEN_STATES, Kind, State
@@ -77,8 +77,9 @@ class MemoryStore(OperatorActions):
     scheduler until issue 19's gateway is done) needs :class:`~tssd.db.store.RequestStore`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, outcomes: Outcomes | None = None) -> None:
         self.notifier = Notifier()
+        self.outcomes = outcomes
         self.polls = PollIndex()
         self.instance: str | None = None
         self._rows: dict[int, dict[str, Any]] = {}
@@ -260,6 +261,9 @@ class MemoryStore(OperatorActions):
                 self._open[ident] = request_id
             row.update(changes)
         self._event(moved, None, to_state, reason)
+        if moved and self.outcomes is not None and to_state in COUNTED:
+            ended = [self._rows[i] for i in moved]
+            self.outcomes(to_state, [(row["kind"], row["queue"]) for row in ended])
         self.polls.moved(moved, to_state)
         if not to_state.is_open:
             self.notifier.finished(moved)

@@ -8,6 +8,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
 
+from tssd.domain import State
+
+#: Told the (kind, queue) of each request that just ended ``done``, ``failed`` or
+#: ``cancelled`` in this process, and which: ``tssd_requests_total`` counts there, so that
+#: every way a request ends is counted (intake's failures and cancels were not).
+Outcomes = Callable[[State, Sequence[tuple[str, str]]], None]
+#: The states whose entries :data:`Outcomes` hears of (abandoned follows done: counted).
+COUNTED = frozenset({State.DONE, State.FAILED, State.CANCELLED})
+
 
 class Notifier:
     """Wakes waiters when requests finish (here, or elsewhere as the cluster listener hears)."""

@@ -102,9 +102,15 @@ class SimCatalogTables(ObjectTable):
         async with self.sessions() as session:
             return int(await session.scalar(select(func.max(SimTape.capacity))) or 0)
 
-    async def assign_tape(self, storage_class: str, size: int) -> str | None:
+    async def assign_tape(
+        self,
+        storage_class: str,
+        size: int,
+        may_claim: Callable[[dict[str | None, int]], None] | None = None,
+    ) -> str | None:
         """A filling tape of *storage_class* with room, else a scratch tape assigned to
-        it; None if there is neither."""
+        it; None if there is neither. Before a scratch tape is assigned, *may_claim* is
+        given the tapes each class holds, and raises to refuse (nothing changed)."""
         async with self.sessions() as session, session.begin():
             filling = await session.scalar(
                 select(SimTape)
@@ -118,6 +124,9 @@ class SimCatalogTables(ObjectTable):
             )
             if filling is not None:
                 return filling.volume
+            if may_claim is not None:
+                counts = select(SimTape.storage_class, func.count()).group_by(SimTape.storage_class)
+                may_claim({sc: n for sc, n in (await session.execute(counts)).all()})
             scratch = await session.scalar(
                 select(SimTape)
                 .where(

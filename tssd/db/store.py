@@ -37,7 +37,7 @@ from tssd.db.events import (
     insert_events,
 )
 from tssd.db.models import Request, utcnow
-from tssd.db.notifier import Notifier
+from tssd.db.notifier import COUNTED, Notifier, Outcomes
 from tssd.db.polls import (
     LATEST,
     REPORTED,
@@ -87,8 +87,11 @@ class RequestStore(OperatorActions):
         notifier: Notifier | None = None,
         poll_ttl_s: float = 600.0,
         instance: str | None = None,
+        outcomes: Outcomes | None = None,
     ) -> None:
         self.sessions = sessions
+        #: Told of every request this store ends (the requests-total counter).
+        self.outcomes = outcomes
         self.engine: AsyncEngine = sessions.kw["bind"]
         self.postgres = postgres
         self.notifier = notifier if notifier is not None else Notifier()
@@ -293,9 +296,12 @@ class RequestStore(OperatorActions):
         # session and its bookkeeping cost more than the UPDATE itself, and this runs
         # once per file.
         params = {"state": to_state.value, "updated_at": utcnow(), **(values or {})}
-        moved = await in_transaction(
+        rows = await in_transaction(
             self.engine, _transition, list(ids), list(from_states), params, to_state, reason
         )
+        moved = [r[0] for r in rows]
+        if rows and self.outcomes is not None and to_state in COUNTED:
+            self.outcomes(to_state, [(kind, queue) for _, kind, queue in rows])
         self.polls.moved(moved, to_state)
         if not to_state.is_open:
             self.notifier.finished(moved)
@@ -360,23 +366,23 @@ def _transition(
     params: dict[str, Any],
     to_state: State,
     reason: str | None,
-) -> list[int]:
-    """:meth:`RequestStore.transition` inside its transaction; the ids that moved."""
-    moved: list[int] = []
+) -> list[tuple[int, str, str]]:
+    """:meth:`RequestStore.transition` inside its transaction: (id, kind, queue) of each
+    request that moved."""
+    moved: list[tuple[int, str, str]] = []
     if len(ids) == 1:
         stmt = _single_transition(tuple(sorted(params)), len(sources))
         bound = {f"v_{k}": v for k, v in params.items()}
         bound.update({f"s_{i}": state for i, state in enumerate(sources)}, rid=ids[0])
-        if conn.execute(stmt, bound).rowcount:
-            moved.append(ids[0])
+        moved.extend((i, k, q) for i, k, q in conn.execute(stmt, bound))
     else:
         for i in range(0, len(ids), CHUNK):
             chunk = (
                 update(REQUESTS)
                 .where(REQUESTS.c.id.in_(ids[i : i + CHUNK]), REQUESTS.c.state.in_(sources))
                 .values(**params)
-                .returning(REQUESTS.c.id)
+                .returning(REQUESTS.c.id, REQUESTS.c.kind, REQUESTS.c.queue)
             )
-            moved.extend(conn.execute(chunk).scalars().all())
-    insert_events(conn, moved, None, to_state, reason)
+            moved.extend((i, k, q) for i, k, q in conn.execute(chunk))
+    insert_events(conn, [r[0] for r in moved], None, to_state, reason)
     return moved

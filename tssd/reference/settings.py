@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tssd.config import Settings
-from tssd.config.render import SAMPLE_QUEUES, _toml_value, describe
+from tssd.config.render import SAMPLE_QUEUES, SAMPLE_STORAGE_CLASSES, _toml_value, describe
 from tssd.reference.table import table
 
 
@@ -32,7 +32,11 @@ def render() -> str:
     for section, rows in sections.items():
         title = section if section == "(top level)" else f"[{section}]"
         parts.append(f"\n## {title}\n\n" + table(("key", "default", "meaning"), rows))
-    lines = SAMPLE_QUEUES.strip("\n").splitlines()
-    queues = "\n".join(line.removeprefix("#").removeprefix(" ") for line in lines)
-    parts.append(f"\n## [[queues]]\n\n```toml\n{queues}\n```\n")
+    for title, sample in (("queues", SAMPLE_QUEUES), ("storage_classes", SAMPLE_STORAGE_CLASSES)):
+        lines = [line.removeprefix("#") for line in sample.strip("\n").splitlines()]
+        # The sample's prose is "# text", its example tables "#   key = value".
+        first = next(i for i, line in enumerate(lines) if line.startswith("   "))
+        prose = " ".join(line.strip() for line in lines[:first] if line.strip())
+        example = "\n".join(line.removeprefix("   ") for line in lines[first:])
+        parts.append(f"\n## [[{title}]]\n\n{prose}\n\n```toml\n{example}\n```\n")
     return "".join(parts)

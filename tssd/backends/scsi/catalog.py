@@ -7,11 +7,13 @@ tape does not hold. Database errors become :class:`~tssd.errors.TransientBackend
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from tssd.backends.base import TapeCopy
 from tssd.backends.records import ObjectCatalog, to_copy
+from tssd.config.storage_classes import StorageClassSettings, claim_guard
 from tssd.db.engine import Sessions
 from tssd.db.models import ScsiObject, ScsiTape
 from tssd.db.scsi_catalog import ScsiCatalogTables
@@ -51,9 +53,13 @@ class Catalog(ObjectCatalog):
     model = ScsiObject
     unavailable = "SCSI library catalog unavailable"
 
-    def __init__(self, sessions: Sessions) -> None:
+    def __init__(
+        self, sessions: Sessions, storage_classes: tuple[StorageClassSettings, ...] | None = None
+    ) -> None:
         super().__init__(sessions)
         self._tables = ScsiCatalogTables(sessions)
+        #: Which classes may claim empty cartridges, and how many (None: any, unbounded).
+        self._classes = storage_classes
 
     async def ensure_tapes(self, volumes: Iterable[str], capacity: int, block_size: int) -> int:
         """Add the cartridges the catalog does not know yet; return how many were new."""
@@ -69,8 +75,13 @@ class Catalog(ObjectCatalog):
             return await self._tables.max_capacity()
 
     async def allocate(self, storage_class: str, size: int, present: set[str]) -> str:
+        guard = claim_guard(self._classes, storage_class)
+
         def pick(tapes: Sequence[ScsiTape]) -> ScsiTape | None:
-            return choose([t for t in tapes if _usable(t, present)], storage_class, size)
+            tape = choose([t for t in tapes if _usable(t, present)], storage_class, size)
+            if tape is not None and tape.storage_class is None and guard is not None:
+                guard(dict(Counter(t.storage_class for t in tapes)))
+            return tape
 
         with self._guard():
             volume = await self._tables.assign_tape(storage_class, pick)

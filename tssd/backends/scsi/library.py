@@ -57,6 +57,7 @@ from tssd.backends.scsi.tapedev import (
 from tssd.backends.scsi.wraps import WrapReports, drive_geometry
 from tssd.clock import Clock
 from tssd.config import ScsiSettings
+from tssd.config.storage_classes import StorageClassSettings
 from tssd.db.engine import Sessions
 from tssd.errors import (
     ConfigError,
@@ -108,7 +109,13 @@ def emulated_settings(settings: ScsiSettings, root: Path) -> ScsiSettings:
 class ScsiLibrary(TapeBackend):
     name = "scsi"
 
-    def __init__(self, settings: ScsiSettings, sessions: Sessions, clock: Clock) -> None:
+    def __init__(
+        self,
+        settings: ScsiSettings,
+        sessions: Sessions,
+        clock: Clock,
+        storage_classes: tuple[StorageClassSettings, ...] | None = None,
+    ) -> None:
         if settings.block_size < MIN_BLOCK_SIZE:
             raise ConfigError(f"scsi.block_size must be at least {MIN_BLOCK_SIZE}")
         if settings.media and settings.media.lower() not in MEDIA:
@@ -116,7 +123,7 @@ class ScsiLibrary(TapeBackend):
                 f"scsi.media {settings.media!r} is not one of {', '.join(sorted(MEDIA))}"
             )
         self._settings = settings
-        self._catalog = Catalog(sessions)
+        self._catalog = Catalog(sessions, storage_classes)
         self._clock = clock
         self._changer = Changer(
             settings.mtx,

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from tssd.backends.base import CopyPlacement, TapeCopy
 from tssd.backends.records import ObjectCatalog, as_utc, to_copy
+from tssd.config.storage_classes import StorageClassSettings, claim_guard
 from tssd.db.engine import Sessions
 from tssd.db.models import SimObject, SimTape
 from tssd.db.sim_catalog import SimCatalogTables
@@ -35,9 +36,13 @@ class Catalog(ObjectCatalog):
     unavailable = "simulated catalog unavailable"
     error_code = RC_COMM_FAILURE
 
-    def __init__(self, sessions: Sessions) -> None:
+    def __init__(
+        self, sessions: Sessions, storage_classes: tuple[StorageClassSettings, ...] | None = None
+    ) -> None:
         super().__init__(sessions)
         self._tables = SimCatalogTables(sessions)
+        #: Which classes may claim empty cartridges, and how many (None: any, unbounded).
+        self._classes = storage_classes
 
     async def ensure_tapes(self, count: int, capacity: int, suffix: str) -> int:
         """Create *count* scratch cartridges unless the library has some; return how many."""
@@ -81,7 +86,8 @@ class Catalog(ObjectCatalog):
         if size > largest:
             raise TooLargeForTape(f"{size} bytes: no tape of the library holds more than {largest}")
         with self._guard():
-            volume = await self._tables.assign_tape(storage_class, size)
+            guard = claim_guard(self._classes, storage_class)
+            volume = await self._tables.assign_tape(storage_class, size, guard)
         if volume is None:
             raise PermanentBackendError(
                 f"library full: no tape has {size} bytes free for {storage_class}"

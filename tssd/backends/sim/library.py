@@ -39,6 +39,7 @@ from tssd.backends.sim.tidy import own_store
 from tssd.backends.sim.truth import VolumeKnowledge
 from tssd.clock import Clock
 from tssd.config import SimSettings
+from tssd.config.storage_classes import StorageClassSettings
 from tssd.db.engine import Sessions
 from tssd.db.models import SimObject
 from tssd.errors import (
@@ -75,10 +76,11 @@ class SimLibrary(TapeBackend):
         *,
         time_scale: float,
         robot_arms: int | None = None,
+        storage_classes: tuple[StorageClassSettings, ...] | None = None,
     ) -> None:
         self.profile: Profile = get_profile(settings.profile)
         self._settings = settings
-        self._catalog = Catalog(sessions)
+        self._catalog = Catalog(sessions, storage_classes)
         self._sessions = sessions
         self._clock = clock
         self._data_dir = Path(data_dir)
