@@ -20,6 +20,7 @@ from test_endit_worker import PNFSID, FakeBackend, finish, requests, stage_reque
 from tssd.backends.base import TapeCopy
 from tssd.clock import RealClock
 from tssd.config import EnditDirectory, EnditSettings
+from tssd.config.storage_classes import StorageClassSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import State
 from tssd.db.schema import ensure_schema
@@ -58,6 +59,7 @@ def worker_with_metrics(
         EnditSettings(inotify=False, min_free_percent=0.0),
         "endit",
         metrics.endit,
+        (StorageClassSettings("a:b"), StorageClassSettings("endit:default")),
     )
     retrier = Retrier(RetryPolicy(1, 0.0, 0.0), metrics, RealClock())
     return DirectoryWorker(ctx, backend, retrier), metrics  # type: ignore[arg-type]

@@ -17,11 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
+import structlog.testing
 from sqlalchemy import select
 
 from tssd.backends.base import TapeCopy
 from tssd.clock import RealClock
 from tssd.config import EnditDirectory, EnditSettings
+from tssd.config.storage_classes import StorageClassSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Request, State
 from tssd.db.schema import ensure_schema
@@ -62,6 +65,10 @@ def base(tmp_path: Path) -> Path:
     return tmp_path / "endit"
 
 
+#: The classes these tests flush; "endit:default" is a directory's class for old plugins.
+ADMITTED = tuple(StorageClassSettings(n) for n in ("atlas:tape", "a:b", "endit:default"))
+
+
 def make_worker(
     store: RequestStore, base: Path, backend: FakeBackend | None = None, **settings: Any
 ) -> DirectoryWorker:
@@ -72,6 +79,7 @@ def make_worker(
         EnditDirectory(path=str(base), hsm_name="pool1", priority=2),
         EnditSettings(inotify=False, **settings),
         "endit",
+        storage_classes=ADMITTED,
     )
     retrier = Retrier(RetryPolicy(1, 0.0, 0.0), Metrics(), RealClock())
     return DirectoryWorker(ctx, backend or FakeBackend(), retrier)  # type: ignore[arg-type]
@@ -255,6 +263,26 @@ async def test_flush_with_wrong_size_is_not_submitted(store: RequestStore, base:
     await worker.reconcile()
     assert await requests(store, "migrate") == []
     assert (base / "out" / PNFSID).exists()
+
+
+async def test_flush_of_a_class_no_table_admits_is_held_not_submitted(
+    store: RequestStore, base: Path
+) -> None:
+    """An ENDIT flush is a submit like a put: a storage class no ``[[storage_classes]]``
+    table admits claims no cartridge and records no request; its file stays in out/,
+    the plugin's only signal (dcache-endit-provider's FlushTask waits while it exists)."""
+    worker = make_worker(store, base)
+    data = b"junk"
+    body = {"file_size": len(data), "storage_class": "invented:class@osm", "action": "migrate"}
+    (base / "request" / PNFSID).write_text(json.dumps(body))
+    (base / "out" / PNFSID).write_bytes(data)
+    with structlog.testing.capture_logs() as logs:
+        await worker.reconcile()
+        await worker.after()
+    assert await requests(store, "migrate") == []
+    assert (base / "out" / PNFSID).exists()
+    [held] = [e for e in logs if e["event"] == "endit.flush_held"]
+    assert "[[storage_classes]]" in held["error"]
 
 
 async def test_trash_becomes_one_remove_per_copy(store: RequestStore, base: Path) -> None:

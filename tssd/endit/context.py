@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from tssd.config import EnditDirectory, EnditSettings
+from tssd.config.storage_classes import DEFAULT_STORAGE_CLASSES, StorageClassSettings
 from tssd.db.lookups import requests_by_id
 from tssd.db.models import Request, State
 from tssd.db.store import RequestStore
@@ -27,6 +28,8 @@ class DirContext:
     queue: str
     #: The daemon's metrics; None in tests that wire a directory by hand.
     metrics: EnditMetrics | None = None
+    #: ``[[storage_classes]]``: a flush of a class none admits is held, never submitted.
+    storage_classes: tuple[StorageClassSettings, ...] = DEFAULT_STORAGE_CLASSES
 
     def count(self, name: str, amount: float = 1, **labels: str) -> None:
         """Add *amount* to the ENDIT counter *name* of this directory."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from tssd.config.storage_classes import StorageClassRefused, check_admitted
 from tssd.db.models import Kind, Request, State, utcnow
 from tssd.endit import protocol
 from tssd.endit.context import DirContext, RequestBook, Watches, in_thread
@@ -68,10 +69,14 @@ class FlushBook(RequestBook[Flush]):
                 self._hold(name, None, self.ctx.settings.flush_retry_s, str(found))
                 continue
             try:
-                specs.append(parse_submit(self._body(found)))
-            except InvalidRequest as exc:
+                spec = parse_submit(self._body(found))
+                check_admitted(self.ctx.storage_classes, spec.storage_class or "")
+            except (InvalidRequest, StorageClassRefused) as exc:
+                # The flush stays pending in out/ (ENDIT has no error channel) until the
+                # file changes or the configuration admits its class (a restart).
                 self._hold(name, found.version, math.inf, str(exc))
                 continue
+            specs.append(spec)
             files.append(found)
         recorded = 0
         batch = max(1, self.ctx.settings.batch)

@@ -57,6 +57,7 @@ async def endit_intake(
                 settings.endit,
                 d.queue or settings.scheduler.default_queue,
                 metrics.endit,
+                settings.storage_classes,
             ),
             backend,
             retrier,
