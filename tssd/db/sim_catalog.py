@@ -89,14 +89,7 @@ class SimCatalogTables(ObjectTable):
 
     async def known_bfids(self, bfids: list[str]) -> set[str]:
         """The bfids among *bfids* that the catalog records."""
-        found: set[str] = set()
-        async with self.sessions() as session:
-            for chunk in chunks(bfids):
-                rows = await session.scalars(
-                    select(SimObject.bfid).where(SimObject.bfid.in_(chunk))
-                )
-                found.update(rows)
-        return found
+        return {row.bfid for row in await self.with_bfids(bfids)}
 
     async def max_capacity(self) -> int:
         async with self.sessions() as session:

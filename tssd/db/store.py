@@ -38,6 +38,7 @@ from tssd.db.events import (
 )
 from tssd.db.models import Request, utcnow
 from tssd.db.notifier import Notifier
+from tssd.db.plans import unindexed
 from tssd.db.polls import (
     LATEST,
     REPORTED,
@@ -373,7 +374,10 @@ def _transition(
         for i in range(0, len(ids), CHUNK):
             chunk = (
                 update(REQUESTS)
-                .where(REQUESTS.c.id.in_(ids[i : i + CHUNK]), REQUESTS.c.state.in_(sources))
+                .where(
+                    REQUESTS.c.id.in_(ids[i : i + CHUNK]),
+                    unindexed(REQUESTS.c.state).in_(sources),
+                )
                 .values(**params)
                 .returning(REQUESTS.c.id)
             )
