@@ -51,6 +51,7 @@ from tssd.db.polls import (
 )
 from tssd.db.queues import QueueStore, _queue_rows
 from tssd.db.scheduling import Scheduling
+from tssd.db.statistics import Upkeep
 from tssd.db.submits import SqliteWriter, record, sqlite_file
 from tssd.domain import State
 from tssd.errors import Conflict, NotFound
@@ -88,6 +89,7 @@ class RequestStore(OperatorActions):
         notifier: Notifier | None = None,
         poll_ttl_s: float = 600.0,
         instance: str | None = None,
+        statistics: Upkeep | None = None,
     ) -> None:
         self.sessions = sessions
         self.engine: AsyncEngine = sessions.kw["bind"]
@@ -101,6 +103,8 @@ class RequestStore(OperatorActions):
         self.instance = instance
         #: Counts per kind, queue and state, bounded in cost at any size (tssd.db.counts).
         self.tally = Counts(sessions)
+        #: ANALYZE of what the store grows or shrinks (tssd.db.statistics); off by default.
+        self.statistics = statistics if statistics is not None else Upkeep(self.engine, 0)
 
     @functools.cached_property
     def scheduling(self) -> Scheduling:
@@ -129,6 +133,8 @@ class RequestStore(OperatorActions):
             self.polls.seen((row for _, row in results), add=len(specs) == 1)
             fresh = {row.kind for created, row in results if created}
             if fresh:
+                created = sum(1 for new, _ in results if new)
+                self.statistics.changed(created, "requests", "request_events")
                 self.notifier.kinds |= fresh
                 self.notifier.work.set()
             return results
