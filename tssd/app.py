@@ -10,6 +10,7 @@ database, in that order.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import signal
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -38,6 +39,7 @@ from tssd.db.mounts import MountStore
 from tssd.db.notifier import Notifier
 from tssd.db.retention import retention
 from tssd.db.schema import ensure_schema
+from tssd.db.statistics import Upkeep
 from tssd.db.store import RequestStore
 from tssd.delivery import FileMovers, file_roots, reaper
 from tssd.endit.service import endit_intake
@@ -118,8 +120,11 @@ async def _compose(
         sessions, postgres=postgres, notifier=Notifier(listeners),
         poll_ttl_s=settings.api.poll_cache_s,
         instance=store_instance(settings.cluster, postgres=postgres), outcomes=metrics.ended,
+        statistics=Upkeep(engine, settings.database.analyze_rows,
+                          lambda table: metrics.db_analyze_total.labels(table).inc()),
     )  # fmt: skip
     stack.push_async_callback(store.tally.close)  # a background recount, if running
+    stack.push_async_callback(store.statistics.close)  # a running ANALYZE
     # Before the scheduler reads the queues table: [[queues]] tables win at start.
     await AdminStore(sessions).seed_queues(settings.queues)
     claims = volume_claims(settings.cluster, store)
@@ -195,6 +200,11 @@ def _scheduler(
     )  # fmt: skip
 
 
+def _purged(services: Services, n: int) -> None:
+    services.metrics.retention_deleted_total.inc(n)
+    services.store.statistics.changed(n, "requests", "request_events")
+
+
 def _never(volume: str) -> bool:
     return False
 
@@ -267,7 +277,7 @@ async def serve(settings: Settings) -> None:
                 db.retention_days,
                 batch=db.retention_batch,
                 every_s=db.retention_every_s,
-                counted=services.metrics.retention_deleted_total.inc,
+                counted=functools.partial(_purged, services),
             )
         )
         # Start-up's objects (modules, mappings, caches) live as long as the process: out of

@@ -38,6 +38,20 @@ EVENTS: tuple[LogEvent, ...] = (
         "persistent: [database](#tssd-down-or-database-unreachable)",
     ),
     LogEvent(
+        ("db.analyzed",),
+        "info",
+        (
+            "tssd ran `ANALYZE` of a table it changed itself (`table`, `rows_changed`, `rows`, "
+            "`duration_s`; `database.analyze_rows`)"
+        ),
+    ),
+    LogEvent(
+        ("db.analyze_failed",),
+        "warning",
+        "that `ANALYZE` failed; the next batch of changes tries again",
+        "persistent: [database](#tssd-down-or-database-unreachable)",
+    ),
+    LogEvent(
         ("daemon.ready",),
         "info",
         "listening (`listen` lists the addresses)",

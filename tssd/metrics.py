@@ -94,6 +94,12 @@ class Metrics:
             buckets=_DECISION,
             registry=r,
         )
+        self.db_analyze_total = Counter(
+            "tssd_db_analyze",
+            "ANALYZE runs tssd started itself on a table it changed (database.analyze_rows).",
+            ["table"],
+            registry=r,
+        )
         self.retention_deleted_total = Counter(
             "tssd_retention_deleted",
             "Finished requests deleted with their events by retention (database.retention_days).",

@@ -23,7 +23,7 @@ from tssd.errors import SchemaError
 
 TSSD_TABLES = set(Base.metadata.tables)
 #: The newest revision in migrations/versions: bump it with each new migration.
-HEAD = "0006"
+HEAD = "0007v"
 
 NEXT_REVISION = '''
 """a revision newer than the code under test"""

@@ -41,6 +41,14 @@ class DatabaseSettings:
     retention_every_s: float = field(
         default=3600.0, metadata=_doc("Seconds between two retention rounds.")
     )
+    analyze_rows: int = field(
+        default=10_000,
+        metadata=_doc(
+            "tssd runs ANALYZE of a table it changed itself (intake, retention) once it "
+            "wrote or deleted this many rows of it and a tenth of the table since the last "
+            "time, in the background; 0 = never (leave it to autovacuum or the operator)."
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from sqlalchemy import (
 
 from tssd.db.events import REQUESTS
 from tssd.db.models import UNLOCATED_SQL, Request
+from tssd.db.plans import unindexed
 from tssd.domain import Kind, State
 
 C = REQUESTS.c
@@ -99,7 +100,8 @@ def _activating(chosen: ColumnElement[bool]) -> Update:
     now = bindparam("b_now", type_=C.started_at.type)
     return (
         REQUESTS.update()
-        .where(chosen, C.state == State.QUEUED.value)
+        # Through coalesce: the ids are the look-up, no state index competes (tssd.db.plans).
+        .where(chosen, unindexed(C.state) == State.QUEUED.value)
         .values(
             state=State.ACTIVE.value,
             drive=bindparam("b_drive"),
@@ -195,7 +197,7 @@ def ids_claim(postgres: bool) -> Claim:
     if not postgres:
         return Claim(_BY_IDS)
     chosen = select(C.id).where(
-        C.id.in_(bindparam("b_ids", expanding=True)), C.state == State.QUEUED.value
+        C.id.in_(bindparam("b_ids", expanding=True)), unindexed(C.state) == State.QUEUED.value
     )
     return _claiming(chosen, postgres)
 

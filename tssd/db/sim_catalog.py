@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tssd.db.engine import Sessions, reading
 from tssd.db.models import SimObject, SimTape
+from tssd.db.statistics import analyse
 from tssd.db.tape_catalog import ObjectTable, chunks
 
 #: Rows per executemany batch of the import.
@@ -89,14 +90,7 @@ class SimCatalogTables(ObjectTable):
 
     async def known_bfids(self, bfids: list[str]) -> set[str]:
         """The bfids among *bfids* that the catalog records."""
-        found: set[str] = set()
-        async with self.sessions() as session:
-            for chunk in chunks(bfids):
-                rows = await session.scalars(
-                    select(SimObject.bfid).where(SimObject.bfid.in_(chunk))
-                )
-                found.update(rows)
-        return found
+        return {row.bfid for row in await self.with_bfids(bfids)}
 
     async def max_capacity(self) -> int:
         async with self.sessions() as session:
@@ -188,6 +182,9 @@ class SimCatalogTables(ObjectTable):
             for batch in chunks(objects, INSERT_BATCH):
                 await session.execute(insert(OBJECTS), list(batch))
             _update_tapes(session, tapes, fills, reset_others=replace)
+        # The import is what grew the tables: statistics of them before it (a fresh
+        # install's are of empty tables) would plan every later read (tssd.db.statistics).
+        await analyse(self._engine, ("sim_objects", "sim_tapes"))
 
     async def export_rows(self) -> list[tuple[str, str, int, int, str | None, datetime]]:
         """(pnfsid, volume, seq, size, storage_class, written_at) of every copy, by

@@ -38,6 +38,7 @@ from tssd.db.events import (
 )
 from tssd.db.models import Request, utcnow
 from tssd.db.notifier import COUNTED, Notifier, Outcomes
+from tssd.db.plans import unindexed
 from tssd.db.polls import (
     LATEST,
     REPORTED,
@@ -50,6 +51,7 @@ from tssd.db.polls import (
 )
 from tssd.db.queues import QueueStore, _queue_rows
 from tssd.db.scheduling import Scheduling
+from tssd.db.statistics import Upkeep
 from tssd.db.submits import SqliteWriter, record, sqlite_file
 from tssd.domain import State
 from tssd.errors import Conflict, NotFound
@@ -88,6 +90,7 @@ class RequestStore(OperatorActions):
         poll_ttl_s: float = 600.0,
         instance: str | None = None,
         outcomes: Outcomes | None = None,
+        statistics: Upkeep | None = None,
     ) -> None:
         self.sessions = sessions
         #: Told of every request this store ends (the requests-total counter).
@@ -103,6 +106,8 @@ class RequestStore(OperatorActions):
         self.instance = instance
         #: Counts per kind, queue and state, bounded in cost at any size (tssd.db.counts).
         self.tally = Counts(sessions)
+        #: ANALYZE of what the store grows or shrinks (tssd.db.statistics); off by default.
+        self.statistics = statistics if statistics is not None else Upkeep(self.engine, 0)
 
     @functools.cached_property
     def scheduling(self) -> Scheduling:
@@ -131,6 +136,8 @@ class RequestStore(OperatorActions):
             self.polls.seen((row for _, row in results), add=len(specs) == 1)
             fresh = {row.kind for created, row in results if created}
             if fresh:
+                created = sum(1 for new, _ in results if new)
+                self.statistics.changed(created, "requests", "request_events")
                 self.notifier.kinds |= fresh
                 self.notifier.work.set()
             return results
@@ -379,7 +386,10 @@ def _transition(
         for i in range(0, len(ids), CHUNK):
             chunk = (
                 update(REQUESTS)
-                .where(REQUESTS.c.id.in_(ids[i : i + CHUNK]), REQUESTS.c.state.in_(sources))
+                .where(
+                    REQUESTS.c.id.in_(ids[i : i + CHUNK]),
+                    unindexed(REQUESTS.c.state).in_(sources),
+                )
                 .values(**params)
                 .returning(REQUESTS.c.id, REQUESTS.c.kind, REQUESTS.c.queue)
             )

@@ -13,14 +13,25 @@ only waits for the answer. The rows returned have the attributes of a
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, insert, select, text
+from sqlalchemy import (
+    Connection,
+    Engine,
+    bindparam,
+    create_engine,
+    event,
+    insert,
+    select,
+    text,
+)
 from sqlalchemy.engine import URL
 
 from tssd.db.models import OPEN_STATE_SQL, Request, RequestEvent, State, utcnow
+from tssd.db.plans import per_key, sqlite_indexed
 from tssd.db.polls import _COLUMN_KEY, _COLUMNS, REQUESTS, new_request
 from tssd.submit import SubmitSpec
 
@@ -67,19 +78,34 @@ def open_by_key(conn: Connection, specs: Sequence[SubmitSpec]) -> dict[tuple[str
     by_kind: dict[str, list[str]] = {}
     for spec in specs:
         by_kind.setdefault(spec.kind.value, []).append(spec.key)
+    stmt = _open_by_key(conn.dialect.name == "postgresql")
     for kind, keys in by_kind.items():
         unique = sorted(set(keys))
         for i in range(0, len(unique), CHUNK):
-            # The literal state condition lets uq_requests_open_key serve the look-up:
-            # with bound states PostgreSQL walked every recall (issue 22).
-            stmt = select(*_COLUMNS).where(
-                Request.kind == kind,
-                Request.key.in_(unique[i : i + CHUNK]),
-                text(OPEN_STATE_SQL),
-            )
-            for row in conn.execute(stmt).all():
+            params = {"b_kind": kind, "b_keys": unique[i : i + CHUNK]}
+            for row in conn.execute(stmt, params).all():
                 found[(row.kind, row.key)] = row
     return found
+
+
+@functools.lru_cache(maxsize=2)
+def _open_by_key(postgres: bool) -> Any:
+    """The open requests of kind ``b_kind`` among the keys ``b_keys``, served by
+    uq_requests_open_key on (kind, key) whatever the statistics: without them both
+    databases walked the open recalls of the kind and filtered the keys (tssd.db.plans).
+    The literal state condition is the index's predicate (with bound states PostgreSQL
+    walked every recall)."""
+    kind = Request.kind == bindparam("b_kind")
+    if postgres:
+        return per_key(
+            "b_keys",
+            Request.key.type,
+            lambda key: select(*_COLUMNS).where(kind, Request.key == key, text(OPEN_STATE_SQL))
+            .limit(1),
+        )  # fmt: skip
+    keys = Request.key.in_(bindparam("b_keys", expanding=True))
+    stmt = select(*_COLUMNS).where(kind, keys, text(OPEN_STATE_SQL))
+    return sqlite_indexed(stmt, "requests", "uq_requests_open_key")
 
 
 def sqlite_file(url: URL) -> bool:
