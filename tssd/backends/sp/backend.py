@@ -1,0 +1,29 @@
+"""The SP backend's entry point for :mod:`tssd.backends.factory`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tssd.backends.base import TapeBackend
+from tssd.clock import Clock
+from tssd.config import Settings
+from tssd.db.engine import Sessions
+
+
+def create(settings: Settings, sessions: Sessions, clock: Clock) -> TapeBackend:
+    """The SP library of ``[sp]``; the server is its catalog, so *sessions* go unused."""
+    from tssd.backends.sp.library import SpLibrary
+
+    del sessions, clock
+    sp = settings.sp
+    paths = {
+        name: str(settings.path(value)) if value else ""
+        for name, value in (
+            ("api_library", sp.api_library),
+            ("options_file", sp.options_file),
+            ("password_file", sp.password_file),
+            ("dsmi_dir", sp.dsmi_dir),
+            ("dsmi_log", sp.dsmi_log),
+        )
+    }
+    return SpLibrary(dataclasses.replace(sp, **paths))
