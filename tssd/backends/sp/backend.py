@@ -16,14 +16,16 @@ def create(settings: Settings, sessions: Sessions, clock: Clock) -> TapeBackend:
 
     del sessions, clock
     sp = settings.sp
-    paths = {
-        name: str(settings.path(value)) if value else ""
-        for name, value in (
-            ("api_library", sp.api_library),
-            ("options_file", sp.options_file),
-            ("password_file", sp.password_file),
-            ("dsmi_dir", sp.dsmi_dir),
-            ("dsmi_log", sp.dsmi_log),
-        )
-    }
-    return SpLibrary(dataclasses.replace(sp, **paths))
+
+    def path(value: str) -> str:
+        return str(settings.path(value)) if value else ""
+
+    sp = dataclasses.replace(
+        sp,
+        api_library=path(sp.api_library),
+        options_file=path(sp.options_file),
+        password_file=path(sp.password_file),
+        dsmi_dir=path(sp.dsmi_dir),
+        dsmi_log=path(sp.dsmi_log),
+    )
+    return SpLibrary(sp)
