@@ -192,7 +192,18 @@ class SpLibrary(TapeBackend):
             result = await archiving.one(item)
             if result.copy is not None:
                 self._filling[item.storage_class] = result.copy.volume
+                self._follow(drive, result.copy.volume)
             yield result
+
+    def _follow(self, drive: str, volume: str) -> None:
+        """The server wrote to *volume*: the session holds it now (unless another does)."""
+        held = self._mounted[drive]
+        if held == volume or self._claims.get(volume, drive) != drive:
+            return
+        if held is not None:
+            self._claims.pop(held, None)
+        self._claims[volume] = drive
+        self._mounted[drive] = volume
 
     async def remove(self, bfid: str) -> None:
         try:
