@@ -257,3 +257,38 @@ def test_dsmadmc_answers_the_select_on_contents(
     )
     assert none.returncode == 11
     assert "ANR2034E" in none.stdout
+
+
+def test_one_session_per_thread_with_mount_wait(sp_server, sp_client: Client) -> None:
+    """DSM_MULTITHREAD: four threads, a session each, on two mount points; every thread
+    waits its turn for a mount point and reads its own volume's bytes."""
+    sp_server(capacity_bytes=3000, max_mount_points=2)
+    writer = sp_client()
+    data = [bytes([v]) * 900 for v in range(12)]
+    writer.store([("/t", f"/{i:02d}", d, b"") for i, d in enumerate(data)])
+    by_volume: dict[int, list[int]] = {}
+    for a in writer.query():
+        by_volume.setdefault(a.volume, []).append(a.object_id)
+    assert len(by_volume) == 4
+    sessions = [sp_client() for _ in by_volume]
+
+    results: dict[int, list[bytes]] = {}
+    errors: list[BaseException] = []
+
+    def read(session: ApiClient, volume: int) -> None:
+        try:
+            results[volume] = session.retrieve(by_volume[volume], mount_wait=True)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=read, args=(session, volume))
+        for session, volume in zip(sessions, by_volume, strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    got = [b for volume in sorted(results) for b in results[volume]]
+    assert got == data
