@@ -57,7 +57,10 @@ def test_store_query_retrieve_delete_with_real_bytes(sp_server, sp_client: Clien
     assert [zlib.adler32(g) for g in got] == [zlib.adler32(d) for d in data]
     assert got == data
 
+    # An exact name is found through the stand-in's name index, a deleted one no more.
+    assert client.query("/store/group", "/0003") == [found[3]]
     assert client.delete([found[0].object_id]) == 0
+    assert client.query("/store/group", "/0000") == []
     assert [a.ll for a in client.query("/store/group", "/*")] == [f"/{i:04d}" for i in range(1, 6)]
     # A delete naming an object no longer there aborts with the server's "no match".
     assert client.delete([found[0].object_id]) == c.DSM_RC_ABORT_NO_MATCH
