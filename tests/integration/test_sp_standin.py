@@ -57,7 +57,10 @@ def test_store_query_retrieve_delete_with_real_bytes(sp_server, sp_client: Clien
     assert [zlib.adler32(g) for g in got] == [zlib.adler32(d) for d in data]
     assert got == data
 
+    # An exact name is found through the stand-in's name index, a deleted one no more.
+    assert client.query("/store/group", "/0003") == [found[3]]
     assert client.delete([found[0].object_id]) == 0
+    assert client.query("/store/group", "/0000") == []
     assert [a.ll for a in client.query("/store/group", "/*")] == [f"/{i:04d}" for i in range(1, 6)]
     # A delete naming an object no longer there aborts with the server's "no match".
     assert client.delete([found[0].object_id]) == c.DSM_RC_ABORT_NO_MATCH
@@ -257,3 +260,38 @@ def test_dsmadmc_answers_the_select_on_contents(
     )
     assert none.returncode == 11
     assert "ANR2034E" in none.stdout
+
+
+def test_one_session_per_thread_with_mount_wait(sp_server, sp_client: Client) -> None:
+    """DSM_MULTITHREAD: four threads, a session each, on two mount points; every thread
+    waits its turn for a mount point and reads its own volume's bytes."""
+    sp_server(capacity_bytes=3000, max_mount_points=2)
+    writer = sp_client()
+    data = [bytes([v]) * 900 for v in range(12)]
+    writer.store([("/t", f"/{i:02d}", d, b"") for i, d in enumerate(data)])
+    by_volume: dict[int, list[int]] = {}
+    for a in writer.query():
+        by_volume.setdefault(a.volume, []).append(a.object_id)
+    assert len(by_volume) == 4
+    sessions = [sp_client() for _ in by_volume]
+
+    results: dict[int, list[bytes]] = {}
+    errors: list[BaseException] = []
+
+    def read(session: ApiClient, volume: int) -> None:
+        try:
+            results[volume] = session.retrieve(by_volume[volume], mount_wait=True)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=read, args=(session, volume))
+        for session, volume in zip(sessions, by_volume, strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    got = [b for volume in sorted(results) for b in results[volume]]
+    assert got == data

@@ -193,10 +193,7 @@ class dsmInitExOut_t(ctypes.Structure):
 
 
 class dsmUnixFSAttrib(ctypes.Structure):
-    _fields_ = [
-        ("fsInfoLength", dsUint16_t),
-        ("fsInfo", ctypes.c_char * c.DSM_MAX_FSINFO_LENGTH),
-    ]
+    _fields_ = [("fsInfoLength", dsUint16_t), ("fsInfo", ctypes.c_char * c.DSM_MAX_FSINFO_LENGTH)]
 
 
 class dsmDosFSAttrib(ctypes.Structure):

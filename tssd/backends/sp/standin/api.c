@@ -1,18 +1,14 @@
 /*
- * The stand-in's sessions and the API functions tssd calls: sign-on, the archive query,
- * retrieve, store in transactions, delete, and dsmRCMsg. One session per thread
- * (DSM_MULTITHREAD); the session table itself is shared and guarded.
+ * The stand-in's sessions: set-up, sign-on and sign-off, dsmRegisterFS and dsmRCMsg (the
+ * query, retrieve and store calls are in api_query.c, api_get.c and api_send.c). One
+ * session per thread (DSM_MULTITHREAD); the session table itself is shared and guarded.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <fnmatch.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "dsm_rc.h"

@@ -13,6 +13,11 @@ static int matches(const char *pattern, const char *value)
     return pattern == NULL || *pattern == '\0' || fnmatch(pattern, value, 0) == 0;
 }
 
+static int wildcard(const char *part)
+{
+    return *part == '\0' || strpbrk(part, "*?[") != NULL;
+}
+
 API_EXPORT dsInt16_t dsmBeginQuery(dsUint32_t handle, dsmQueryType type, void *buff)
 {
     SESSION_OR_RETURN(s, handle);
@@ -30,7 +35,9 @@ API_EXPORT dsInt16_t dsmBeginQuery(dsUint32_t handle, dsmQueryType type, void *b
         return (dsInt16_t)rc;
     obj_meta *all;
     size_t n;
-    if (meta_list(&s->conf, &all, &n) != 0)
+    const dsmObjName *exact = wildcard(qd->objName->hl) || wildcard(qd->objName->ll) ? NULL
+                                                                                 : qd->objName;
+    if (meta_list(&s->conf, exact, &all, &n) != 0)
         return DSM_RC_ABORT_SYSTEM_ERROR;
     const dsmObjName *name = qd->objName;
     size_t kept = 0;

@@ -248,10 +248,14 @@ static int commit(session *s, dsUint16_t *reason)
         if (server_place(&s->conf, &st->meta) != 0)
             rc = DSM_RC_ABORT_SYSTEM_ERROR;
         object_path(&s->conf, st->meta.id, "data", path, sizeof path);
-        if (rc == DSM_RC_OK && (rename(st->tmp, path) != 0 || meta_write(&s->conf, &st->meta)))
+        if (rc == DSM_RC_OK && (rename(st->tmp, path) != 0 || meta_write(&s->conf, &st->meta)
+                                || name_index_add(&s->conf, &st->meta) != 0))
             rc = DSM_RC_ABORT_SYSTEM_ERROR;
     }
     for (size_t i = 0; i < s->ndels && rc == DSM_RC_OK; i++) {
+        obj_meta gone;
+        if (meta_read(&s->conf, s->dels[i], &gone) == 0)
+            name_index_remove(&s->conf, &gone);
         object_path(&s->conf, s->dels[i], "meta", path, sizeof path);
         unlink(path);
         object_path(&s->conf, s->dels[i], "data", path, sizeof path);

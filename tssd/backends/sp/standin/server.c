@@ -119,7 +119,7 @@ int server_open(const char *options_path, server_conf *conf)
     fclose(f);
     if (conf->max_mount_points == 0 || conf->capacity_bytes == 0)
         return DSM_RC_NO_OPT_FILE;
-    static const char *subdirs[] = {"objects", "mp", "vol", "faults"};
+    static const char *subdirs[] = {"objects", "names", "mp", "vol", "faults"};
     for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", conf->dir, subdirs[i]);
         if (mkdir(path, 0700) != 0 && errno != EEXIST)
@@ -321,10 +321,53 @@ static int by_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int meta_list(const server_conf *conf, obj_meta **out, size_t *count)
+static uint64_t name_hash(const char *fs, const char *hl, const char *ll)
+{
+    /* FNV-1a over the three parts, each ended by a NUL so "/a" "/b" differs from "/a/b". */
+    uint64_t h = 1469598103934665603ULL;
+    const char *parts[] = {fs, hl, ll};
+    for (size_t i = 0; i < 3; i++) {
+        const char *p = parts[i];
+        do {
+            h ^= (unsigned char)*p;
+            h *= 1099511628211ULL;
+        } while (*p++ != '\0');
+    }
+    return h;
+}
+
+static void index_path(const server_conf *conf, const obj_meta *m, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/names/%016llx.%llu", conf->dir,
+             (unsigned long long)name_hash(m->fs, m->hl, m->ll), (unsigned long long)m->id);
+}
+
+int name_index_add(const server_conf *conf, const obj_meta *meta)
+{
+    char path[PATH_MAX + 64];
+    index_path(conf, meta, path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+void name_index_remove(const server_conf *conf, const obj_meta *meta)
+{
+    char path[PATH_MAX + 64];
+    index_path(conf, meta, path, sizeof path);
+    unlink(path);
+}
+
+int meta_list(const server_conf *conf, const dsmObjName *exact, obj_meta **out, size_t *count)
 {
     char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/objects", conf->dir);
+    char prefix[24] = "";
+    if (exact != NULL)
+        snprintf(prefix, sizeof prefix, "%016llx.",
+                 (unsigned long long)name_hash(exact->fs, exact->hl, exact->ll));
+    snprintf(path, sizeof path, "%s/%s", conf->dir, exact != NULL ? "names" : "objects");
     DIR *d = opendir(path);
     *out = NULL;
     *count = 0;
@@ -334,8 +377,16 @@ int meta_list(const server_conf *conf, obj_meta **out, size_t *count)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         char *dot = strchr(e->d_name, '.');
-        if (dot == NULL || strcmp(dot, ".meta") != 0)
-            continue;
+        uint64_t id;
+        if (exact != NULL) {
+            if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+                continue;
+            id = strtoull(e->d_name + strlen(prefix), NULL, 10);
+        } else {
+            if (dot == NULL || strcmp(dot, ".meta") != 0)
+                continue;
+            id = strtoull(e->d_name, NULL, 10);
+        }
         if (*count == cap) {
             cap = cap ? cap * 2 : 64;
             obj_meta *grown = realloc(*out, cap * sizeof **out);
@@ -345,7 +396,11 @@ int meta_list(const server_conf *conf, obj_meta **out, size_t *count)
             }
             *out = grown;
         }
-        if (meta_read(conf, strtoull(e->d_name, NULL, 10), &(*out)[*count]) == 0)
+        obj_meta *m = &(*out)[*count];
+        if (meta_read(conf, id, m) != 0)
+            continue;
+        if (exact == NULL || (strcmp(m->fs, exact->fs) == 0 && strcmp(m->hl, exact->hl) == 0
+                              && strcmp(m->ll, exact->ll) == 0))
             (*count)++;
     }
     closedir(d);

@@ -6,6 +6,7 @@
  *   lock               flock'ed while the catalog changes
  *   state              next object id, the volume being filled and its fill level
  *   objects/ID.data    an archive object's bytes; objects/ID.meta its attributes
+ *   names/HASH.ID      one empty file per object: the index of exact names
  *   mp/N               mount point N (0 <= N < max_mount_points), flock'ed while held
  *   vol/V.lock         volume V, flock'ed by the one session that has it mounted
  *   faults/            one-shot markers of injected faults already spent
@@ -71,8 +72,12 @@ int server_place(const server_conf *conf, obj_meta *meta);
 
 int meta_write(const server_conf *conf, const obj_meta *meta);
 int meta_read(const server_conf *conf, uint64_t id, obj_meta *meta);
-/* All objects, sorted by id; *out is malloc'ed. */
-int meta_list(const server_conf *conf, obj_meta **out, size_t *count);
+/* All objects, sorted by id; *out is malloc'ed. With a name (no wildcards), only the
+   objects of that name, found through the name index. */
+int meta_list(const server_conf *conf, const dsmObjName *exact, obj_meta **out, size_t *count);
+/* The name index: names/HASH.ID per object, so an exact query opens only its objects. */
+int name_index_add(const server_conf *conf, const obj_meta *meta);
+void name_index_remove(const server_conf *conf, const obj_meta *meta);
 void object_path(const server_conf *conf, uint64_t id, const char *ext, char *buf, size_t len);
 
 /* A mount point or volume lock: a held flock; -1 if none is free and wait is false. */
