@@ -132,7 +132,10 @@ API_EXPORT dsInt16_t dsmInitEx(dsUint32_t *handleP, dsmInitExIn_t *in, dsmInitEx
         s->node[i] = (char)toupper((unsigned char)node[i]);
     s->node[i] = '\0';
     rc = server_open(options, &s->conf);
-    s->rng = s->conf.seed ^ ((unsigned)getpid() << 8) ^ handle;
+    /* Handles are reused: the count of sign-ons keeps a reconnecting client's draws new. */
+    static unsigned sign_ons;
+    unsigned nth = __atomic_add_fetch(&sign_ons, 1, __ATOMIC_SEQ_CST);
+    s->rng = s->conf.seed ^ ((unsigned)getpid() << 8) ^ handle ^ (nth * 2654435761u);
     if (rc == DSM_RC_OK)
         rc = injected(s);
     out->userNameAuthorities = 0;
