@@ -6,7 +6,7 @@ import dataclasses
 
 from tssd.backends.base import TapeBackend
 from tssd.clock import Clock
-from tssd.config import Settings
+from tssd.config import Settings, SpSettings
 from tssd.db.engine import Sessions
 
 
@@ -15,6 +15,11 @@ def create(settings: Settings, sessions: Sessions, clock: Clock) -> TapeBackend:
     from tssd.backends.sp.library import SpLibrary
 
     del sessions, clock
+    return SpLibrary(sp_settings(settings))
+
+
+def sp_settings(settings: Settings) -> SpSettings:
+    """``[sp]`` with its paths' ``{home}`` expanded."""
     sp = settings.sp
 
     def path(value: str) -> str:
@@ -28,4 +33,4 @@ def create(settings: Settings, sessions: Sessions, clock: Clock) -> TapeBackend:
         dsmi_dir=path(sp.dsmi_dir),
         dsmi_log=path(sp.dsmi_log),
     )
-    return SpLibrary(sp)
+    return sp
