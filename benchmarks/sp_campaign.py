@@ -52,6 +52,7 @@ from tssd.backends.sp.standin import (  # noqa: E402
 )
 from tssd.config import SpSettings  # noqa: E402
 from tssd.files import FileSink, FileSource, adler32_hex  # noqa: E402
+from tssd.logs import configure_logging  # noqa: E402
 from tssd.testing import BIN, serve_env, spawn_serve, stop_serve, wait_ready  # noqa: E402
 
 SC = "atlas:tape"
@@ -293,6 +294,8 @@ def main() -> None:
     parser.add_argument("--stream-mib", type=int, default=512)
     parser.add_argument("--skip-campaign", action="store_true")
     args = parser.parse_args()
+    # stdout carries the JSON figures only; the backend's warnings go to stderr.
+    configure_logging("warning", "console")
     args.workdir.mkdir(parents=True, exist_ok=False)
     lib = build(args.workdir / "build")
     figures: dict[str, Any] = {"cpus": os.cpu_count()}
