@@ -247,6 +247,19 @@ def test_dsmadmc_answers_the_select_on_contents(
     )
     assert run.returncode == 0, run.stdout
     assert run.stdout.splitlines() == [f"VT{a.volume:04d}L9,/tssd,/h {a.ll}" for a in found]
+    # The backend's form: one object by node, filespace and name, quotes doubled.
+    client.store([("/h", "/it's", b"3" * 10, b"")])
+    quoted = subprocess.run(
+        [
+            sp_build / DSMADMC_NAME, "-dataonly=yes", "-comma",
+            "select volume_name from contents where node_name='TSSD' and "
+            "filespace_name='/tssd' and file_name='/h /it''s'",
+        ],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert quoted.returncode == 0, quoted.stdout
+    (third,) = client.query("/h", "/it's")
+    assert quoted.stdout == f"VT{third.volume:04d}L9\n"
     none = subprocess.run(
         [
             sp_build / DSMADMC_NAME,
