@@ -22,7 +22,15 @@ import pytest
 
 from tests.sp_fixtures import ApiClient, ApiError
 from tssd.backends.sp import abi_consts as c
-from tssd.backends.sp.standin import DSMADMC_NAME, LIBRARY_NAME, ServerSettings, make_server
+from tssd.backends.sp.standin import (
+    DSMADMC_NAME,
+    LIBRARY_NAME,
+    ServerSettings,
+    backward_locates,
+    make_server,
+    mounts,
+    reads,
+)
 
 pytestmark = pytest.mark.sp
 
@@ -214,14 +222,22 @@ def test_the_position_log_shows_reads_in_restore_order(
     in_order = sorted(found, key=lambda a: a.order)
     client.retrieve([a.object_id for a in in_order])
 
-    reads = [line.split() for line in (options.parent / "positions.log").read_text().splitlines()]
-    assert [int(r[4]) for r in reads] == [a.object_id for a in in_order]
+    lines = (options.parent / "positions.log").read_text().splitlines()
+    logged = [line.split() for line in lines]
+    assert [int(r[4]) for r in logged] == [a.object_id for a in in_order]
     by_volume: dict[str, list[int]] = {}
-    for _, session, volume, position, _ in reads:
+    for _, session, volume, position, _ in logged:
         by_volume.setdefault(f"{session}/{volume}", []).append(int(position))
     assert all(positions == sorted(positions) for positions in by_volume.values())
-    mounts = (options.parent / "mounts.log").read_text().splitlines()
-    assert len(mounts) == len({a.volume for a in found})
+    mount_lines = (options.parent / "mounts.log").read_text().splitlines()
+    assert len(mount_lines) == len({a.volume for a in found})
+    assert [r.object_id for r in reads(options.parent)] == [a.object_id for a in in_order]
+    assert backward_locates(options.parent) == 0
+    assert mounts(options.parent) == dict.fromkeys({a.volume for a in found}, 1)
+
+    # Read against the restore order, the log shows the locates that went back.
+    client.retrieve([a.object_id for a in reversed(in_order)])
+    assert backward_locates(options.parent) > 0
 
 
 def test_dsmadmc_answers_the_select_on_contents(
@@ -247,6 +263,19 @@ def test_dsmadmc_answers_the_select_on_contents(
     )
     assert run.returncode == 0, run.stdout
     assert run.stdout.splitlines() == [f"VT{a.volume:04d}L9,/tssd,/h {a.ll}" for a in found]
+    # The backend's form: one object by node, filespace and name, quotes doubled.
+    client.store([("/h", "/it's", b"3" * 10, b"")])
+    quoted = subprocess.run(
+        [
+            sp_build / DSMADMC_NAME, "-dataonly=yes", "-comma",
+            "select volume_name from contents where node_name='TSSD' and "
+            "filespace_name='/tssd' and file_name='/h /it''s'",
+        ],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert quoted.returncode == 0, quoted.stdout
+    (third,) = client.query("/h", "/it's")
+    assert quoted.stdout == f"VT{third.volume:04d}L9\n"
     none = subprocess.run(
         [
             sp_build / DSMADMC_NAME,

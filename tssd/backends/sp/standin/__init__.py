@@ -158,3 +158,49 @@ def read_settings(server_dir: Path) -> ServerSettings:
         else:
             values[key] = type(default)(value)
     return ServerSettings(**values)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Read:
+    """One line of a server's ``positions.log``: an object read by a retrieve session."""
+
+    session: str
+    volume: int
+    position: int
+    object_id: int
+
+
+def reads(server_dir: Path) -> list[Read]:
+    """Every object read on the server, in the order read."""
+    path = server_dir / "positions.log"
+    if not path.exists():
+        return []
+    found = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        kind, session, volume, position, object_id = line.split()
+        if kind == "read":
+            found.append(Read(session, int(volume), int(position), int(object_id)))
+    return found
+
+
+def backward_locates(server_dir: Path) -> int:
+    """How many reads went back on their volume within one retrieve session."""
+    last: dict[tuple[str, int], int] = {}
+    backward = 0
+    for read in reads(server_dir):
+        key = (read.session, read.volume)
+        if key in last and read.position < last[key]:
+            backward += 1
+        last[key] = read.position
+    return backward
+
+
+def mounts(server_dir: Path) -> dict[int, int]:
+    """How often each volume was mounted (``mounts.log``)."""
+    path = server_dir / "mounts.log"
+    counts: dict[int, int] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            volume = int(line.split()[2])
+            counts[volume] = counts.get(volume, 0) + 1
+    return counts
