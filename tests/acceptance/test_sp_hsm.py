@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import Daemon, Result
+from test_dcache_hsm import FAST, dcache_si, get_args, options, pnfsid
 
-from tests.acceptance.conftest import Daemon, Result
-from tests.acceptance.test_dcache_hsm import FAST, dcache_si, get_args, options, pnfsid
 from tests.sp_fixtures import ApiClient
 from tssd.backends.sp.standin import LIBRARY_NAME, ServerSettings, make_server
 from tssd.files import adler32_hex
