@@ -27,7 +27,7 @@ from tssd.backends.sp.naming import encode_objinfo
 from tssd.backends.sp.standin import LIBRARY_NAME, ServerSettings, make_server
 from tssd.clock import RealClock
 from tssd.config import SpSettings
-from tssd.errors import TransientBackendError
+from tssd.errors import ConfigError, TransientBackendError
 from tssd.files import FileSink, FileSource
 from tssd.metrics import Metrics
 from tssd.retry import Retrier, RetryPolicy
@@ -247,3 +247,10 @@ async def test_every_api_call_runs_off_the_event_loop(
     assert [r.error for r in results] == [None]
     assert ticks >= 5
     assert any(name.startswith("sp-sp0") for name in names)
+
+
+async def test_a_wrong_api_library_is_a_configuration_error(tmp_path: Path) -> None:
+    library = SpLibrary(SpSettings(api_library=str(tmp_path / "libApiTSM64.so")))
+    with pytest.raises(ConfigError, match=r"sp\.api_library"):
+        await library.open()
+    await library.close()

@@ -20,7 +20,7 @@ from tssd.backends.sp.client import Library, Session, SignOn
 from tssd.backends.sp.rc import SpCallFailed, session_lost, translate
 from tssd.backends.sp.worker import SessionThread
 from tssd.config import SpSettings
-from tssd.errors import ConfigError, PermanentBackendError, TransientBackendError
+from tssd.errors import ConfigError, TransientBackendError
 
 T = TypeVar("T")
 log = structlog.get_logger()
@@ -96,9 +96,11 @@ class SpSession:
                 self._session = await self.thread.call(self._open_sync)
             except SpCallFailed as exc:
                 raise translate(exc, f"sign-on of session {self.name}") from exc
-            except OSError as exc:
-                raise PermanentBackendError(
-                    f"cannot load the SP API library {self._settings.api_library}: {exc}"
+            except (OSError, AttributeError) as exc:
+                # No library, or one without the API's functions: sp.api_library is wrong.
+                raise ConfigError(
+                    f"sp.api_library: cannot load the SP API library "
+                    f"{self._settings.api_library}: {exc}"
                 ) from exc
             log.info("sp.session.open", session=self.name)
         return self._session
