@@ -25,6 +25,10 @@ from tssd.backends.sp.naming import (
 from tssd.backends.sp.sessions import SpSession
 from tssd.backends.sp.volumes import VolumeNames
 
+#: Up to this many pnfsids are looked up one query each; more, with one query of the
+#: whole filespace (cheaper than thousands of round trips).
+PER_FILE_QUERIES = 32
+
 
 class SpCatalog:
     def __init__(self, session: SpSession, filespace: str, names: VolumeNames) -> None:
@@ -65,13 +69,18 @@ class SpCatalog:
         return [self.to_copy(o) for o in await self.query("/*", "/*")]
 
     async def locate(self, pnfsids: Sequence[str]) -> dict[str, list[TapeCopy]]:
-        # One query per file, as TSS-client asks: the server answers an exact low-level
-        # name from its index, where a scan of the filespace would read every object.
+        wanted = list(dict.fromkeys(pnfsids))
         found: dict[str, list[TapeCopy]] = {}
-        for pnfsid in dict.fromkeys(pnfsids):
-            copies = await self.copies_of(pnfsid)
-            if copies:
-                found[pnfsid] = copies
+        if len(wanted) > PER_FILE_QUERIES:
+            chosen = set(wanted)
+            for copy in await self.everything():
+                if copy.pnfsid in chosen:
+                    found.setdefault(copy.pnfsid, []).append(copy)
+        else:
+            for pnfsid in wanted:
+                copies = await self.copies_of(pnfsid)
+                if copies:
+                    found[pnfsid] = copies
         for copies in found.values():
             copies.sort(key=lambda cp: (cp.written_at, cp.restore_order))
         return found
