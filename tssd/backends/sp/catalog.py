@@ -26,7 +26,9 @@ from tssd.backends.sp.sessions import SpSession
 from tssd.backends.sp.volumes import VolumeNames
 
 #: Up to this many pnfsids are looked up one query each; more, with one query of the
-#: whole filespace (cheaper than thousands of round trips).
+#: whole filespace. The storage class (the high level) is not known at locate time, so a
+#: per-file query has a wildcard high level, which the server answers by going through
+#: the filespace's names: thousands of those cost far more than one listing.
 PER_FILE_QUERIES = 32
 
 
