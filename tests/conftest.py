@@ -20,6 +20,11 @@ from typing import Any, TypeVar
 import asyncpg
 import pytest
 
+# The SP stand-in's fixtures, for every suite (tests/sp_fixtures.py).
+from tests.sp_fixtures import sp_build, sp_client, sp_server
+
+__all__ = ["sp_build", "sp_client", "sp_server"]
+
 PG_ADMIN_URL = os.environ.get("TSSD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PG_CONNECT_TIMEOUT_S = 5.0
 

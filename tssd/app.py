@@ -42,6 +42,7 @@ from tssd.db.schema import ensure_schema
 from tssd.db.statistics import Upkeep
 from tssd.db.store import RequestStore
 from tssd.delivery import FileMovers, file_roots, reaper
+from tssd.deployment import backend_warnings
 from tssd.endit.service import endit_intake
 from tssd.health import Health
 from tssd.metrics import Metrics
@@ -254,6 +255,10 @@ async def serve(settings: Settings) -> None:
         services.warnings.extend(ownership_warnings())
         for warning in services.warnings:
             log.warning("daemon.runs_as_root", warning=warning)
+        simulated = backend_warnings(settings.backend.type, settings.home_path)
+        for warning in simulated:
+            log.warning("daemon.simulated_backend", warning=warning, home=str(settings.home_path))
+        services.warnings.extend(simulated)
         await services.scheduler.start()
         addresses = await start_listeners(services, listeners)
         task = asyncio.create_task(services.scheduler.run(), name="scheduler")

@@ -63,6 +63,16 @@ EVENTS: tuple[LogEvent, ...] = (
         'run it as the pool\'s user (docs/dcache.md, "Who owns the files")',
     ),
     LogEvent(
+        ("daemon.simulated_backend",),
+        "warning",
+        (
+            "`backend.type` is `sim` with a home that is no demo's (neither the per-user default "
+            'nor below the temporary directory): the "tape" copies are files on this host; '
+            "`tssctl status` shows it too"
+        ),
+        'production: `backend.type = "sp"` or `"scsi"` (docs/backends.md)',
+    ),
+    LogEvent(
         ("remove.by_pnfsid",),
         "info",
         "a removal named an endit URI (`bfid=<pnfsid>`): every copy of the file removed",

@@ -97,3 +97,26 @@ def test_serve_as_root_warns_at_start_and_in_status(daemon: Daemon) -> None:
     else:
         assert "WARNING" not in status.stdout
         assert warned == []
+
+
+def test_sim_outside_a_demo_home_warns_at_start_and_in_status(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """A pool deployed on the simulated library would record local-disk URIs as tape
+    copies: a daemon whose home is no demo's (here: not below its temporary directory)
+    says so at start and in ``tssctl status``, and still serves."""
+    elsewhere = tmp_path / "not-the-home"
+    elsewhere.mkdir()
+    daemon.extra_env["TMPDIR"] = str(elsewhere)
+    daemon.start()
+    status = daemon.ctl("status")
+    assert status.returncode == 0, status.stderr
+    assert "WARNING: backend.type is 'sim'" in status.stdout
+    warned = [e for e in daemon.events() if e.get("event") == "daemon.simulated_backend"]
+    assert len(warned) == 1 and warned[0]["level"] == "warning"
+
+
+def test_sim_in_a_demo_home_does_not_warn(daemon: Daemon) -> None:
+    daemon.start()
+    assert "backend.type is 'sim'" not in daemon.ctl("status").stdout
+    assert not [e for e in daemon.events() if e.get("event") == "daemon.simulated_backend"]

@@ -118,6 +118,9 @@ def shipped_unit(tmp: Path) -> Started:
     for path in pool_roots:
         path.mkdir(parents=True)
     shutil.copy(ROOT / "deploy" / "tssd.toml", env["TSSD_CONFIG"])
+    # The shipped file names the production backend (sp); the simulated library stands in
+    # for the tape library here, as the one environment variable a site would not set.
+    env["TSSD_BACKEND_TYPE"] = "sim"
     sock = Path(env["TSSD_API_SOCKET"])
     # The tools run as an operator would: no TSSD_HOME; the socket's path moved with /run.
     shell = {k: v for k, v in env.items() if not k.startswith("TSSD_")} | {"TSSD_URL": str(sock)}

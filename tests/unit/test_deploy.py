@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 import shutil
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tssd.config import Settings, load_settings, sample_toml
+from tssd.config.render import SAMPLE_PRODUCTION
 from tssd.shim.args import parse_args
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -74,24 +76,39 @@ def test_systemd_security_exposure_is_low(tmp_path: Path) -> None:
     assert float(found.group(1)) < 2.0
 
 
+def test_sample_config_is_sp_while_the_embedded_default_is_the_sim_demo(tmp_path: Path) -> None:
+    settings, _ = load_settings(DEPLOY / "tssd.toml", environ={})
+    assert settings.backend.type == "sp"
+    assert Settings().backend.type == "sim"
+
+
 def test_sample_config_is_the_generated_one() -> None:
     current = (DEPLOY / "tssd.toml").read_text()
     assert current == sample_toml(), "regenerate: tssd config --sample > deploy/tssd.toml"
+
+
+def production_defaults() -> Settings:
+    """The embedded defaults with the sample's production settings (SAMPLE_PRODUCTION)."""
+    defaults = Settings()
+    return dataclasses.replace(defaults, backend=dataclasses.replace(defaults.backend, type="sp"))
 
 
 def test_sample_config_documents_every_setting_at_its_default(tmp_path: Path) -> None:
     text = (DEPLOY / "tssd.toml").read_text()
     commented = set(re.findall(r"^# ([a-z_]+) = ", text, re.MULTILINE))
     _, origin = load_settings(None, environ={})
-    assert {key.rpartition(".")[2] for key in origin} <= commented
-    # Uncommenting nothing changes nothing: the file loads to the defaults.
+    production = {key.rpartition(".")[2] for key in SAMPLE_PRODUCTION}
+    assert {key.rpartition(".")[2] for key in origin} <= commented | production
+    # Uncommenting nothing changes nothing but the production settings.
     config = tmp_path / "tssd.toml"
     config.write_text(text)
-    assert load_settings(config, environ={})[0] == Settings()
+    settings, origin = load_settings(config, environ={})
+    assert settings == production_defaults()
+    assert {k for k, v in origin.items() if v == "file"} == set(SAMPLE_PRODUCTION)
     uncommented = re.sub(r"^# ([a-z_]+ = )", r"\1", text, flags=re.MULTILINE)
     config.write_text(uncommented)
     settings, origin = load_settings(config, environ={})
-    assert settings == Settings()
+    assert settings == production_defaults()
     assert set(origin.values()) == {"file"}
 
 

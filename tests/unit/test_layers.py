@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tssd.files",
             "tssd.safepath",
             "tssd.ownership",
+            "tssd.deployment",
             "tssd.retry",
             "tssd.background",
             "tssd.submit",

@@ -9,7 +9,7 @@ and origin, ``tssd config --sample`` writes the documented sample file.
 Paths may contain ``{home}``, replaced by the state directory.
 """
 
-from tssd.config.backends import BackendSettings, ScsiSettings, SimSettings
+from tssd.config.backends import BackendSettings, ScsiSettings, SimSettings, SpSettings
 from tssd.config.render import describe, sample_toml, to_toml
 from tssd.config.sections import (
     ApiSettings,
@@ -42,6 +42,7 @@ __all__ = [
     "ScsiSettings",
     "Settings",
     "SimSettings",
+    "SpSettings",
     "describe",
     "load_settings",
     "sample_toml",

@@ -1,4 +1,4 @@
-"""The backend settings sections: ``[backend]``, ``[sim]`` and ``[scsi]``.
+"""The backend settings sections: ``[backend]``, ``[sim]``, ``[scsi]`` and ``[sp]``.
 
 Kept apart from :mod:`tssd.config.sections` because they grow with each backend; every
 field is documented as there.
@@ -15,7 +15,10 @@ from tssd.config.sections import _doc
 class BackendSettings:
     type: str = field(
         default="sim",
-        metadata=_doc("Tape backend: 'sim' (simulated IBM SP) or 'scsi' (mtx + st library)."),
+        metadata=_doc(
+            "Tape backend: 'sp' (IBM Spectrum Protect through its client API), 'scsi' "
+            "(mtx + st library) or 'sim' (a simulated SP library, for demos and tests)."
+        ),
     )
     retries: int = field(
         default=5, metadata=_doc("Attempts of a backend operation on transient errors.")
@@ -180,5 +183,104 @@ class ScsiSettings:
             "Media type of the cartridges, for software RAO on its nominal geometry: lto7, "
             "lto8, lto9, 3592 or t10k. Empty: each tape's barcode suffix (L7, L8, M8, L9, "
             "JE) tells, and tapes without one are read in position order."
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class SpSettings:
+    api_library: str = field(
+        default="/opt/tivoli/tsm/client/api/bin64/libApiTSM64.so",
+        metadata=_doc(
+            "The IBM Spectrum Protect client API library (libApiTSM64.so): the vendor's, "
+            "or the stand-in built from tssd/backends/sp/standin for tests and demos."
+        ),
+    )
+    options_file: str = field(
+        default="",
+        metadata=_doc(
+            "The client options file (dsm.opt) naming the server stanza of dsm.sys, set as "
+            "DSMI_CONFIG for the library; empty: the DSMI_CONFIG of tssd's environment."
+        ),
+    )
+    dsmi_dir: str = field(
+        default="",
+        metadata=_doc(
+            "Set as DSMI_DIR: the directory of the API's dsm.sys and message files; empty: "
+            "tssd's environment, else the library's own default."
+        ),
+    )
+    dsmi_log: str = field(
+        default="",
+        metadata=_doc("Set as DSMI_LOG: where the API writes dsierror.log; empty: unchanged."),
+    )
+    node: str = field(
+        default="",
+        metadata=_doc("SP node name tssd signs on as; empty: the NODENAME of the options file."),
+    )
+    owner: str = field(
+        default="", metadata=_doc("Owner name of the archive objects; empty: the node's.")
+    )
+    password_file: str = field(
+        default="",
+        metadata=_doc(
+            "File holding the node's password (first line; mode 0600, owned by tssd's "
+            "user); empty: PASSWORDACCESS GENERATE in dsm.sys (the password the client "
+            "stores)."
+        ),
+    )
+    filespace: str = field(
+        default="/tssd",
+        metadata=_doc("Filespace tssd archives into (registered at start when absent)."),
+    )
+    management_classes: str = field(
+        default="",
+        metadata=_doc(
+            "Management class per storage class, comma-separated STORAGECLASS=CLASS "
+            "(the class's archive copy group names the tape pool); others use "
+            "default_management_class."
+        ),
+    )
+    default_management_class: str = field(
+        default="",
+        metadata=_doc(
+            "Management class of the storage classes not in management_classes; empty: "
+            "the node's policy domain default."
+        ),
+    )
+    max_mount_points: int = field(
+        default=4,
+        metadata=_doc(
+            "Concurrent tape sessions tssd opens: the node's MAXNUMMP on the server "
+            "(each session holds one mount point)."
+        ),
+    )
+    volume_capacity: int = field(
+        default=18 * 10**12,
+        metadata=_doc(
+            "Nominal bytes per cartridge of the tape pools (LTO-9: 18e12): a migration "
+            "larger than this fails at once."
+        ),
+    )
+    admin_command: str = field(
+        default="",
+        metadata=_doc(
+            "Admin client command, split like a shell line (e.g. 'dsmadmc -id=tssd "
+            "-password=... -dataonly=yes -comma'): tssd appends a SELECT on CONTENTS to "
+            "learn volume names. Empty: volumes are named by their restore-order key."
+        ),
+    )
+    admin_timeout_s: float = field(
+        default=120.0, metadata=_doc("Longest the admin command may run before it is killed.")
+    )
+    buffer_size: int = field(
+        default=1024 * 1024,
+        metadata=_doc("Bytes per dsmGetData / dsmSendData buffer."),
+    )
+    mount_wait: bool = field(
+        default=True,
+        metadata=_doc(
+            "dsmBeginGetData's mountWait: wait for a tape mount instead of failing with "
+            "'mount not possible'."
         ),
     )

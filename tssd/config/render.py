@@ -107,8 +107,20 @@ SAMPLE_HEADER = """\
 """
 
 
+#: Settings the sample sets for a production tape server, unlike the embedded defaults
+#: (which run the README's simulated demo): key -> (value, why).
+SAMPLE_PRODUCTION = {
+    "backend.type": (
+        "sp",
+        "Set for production: the embedded default is 'sim', the simulated demo library, "
+        "whose copies are files on this host, not tape.",
+    ),
+}
+
+
 def sample_toml() -> str:
-    """Every setting with its documentation, commented out at its default (``--sample``)."""
+    """Every setting with its documentation, commented out at its default (``--sample``);
+    the few of :data:`SAMPLE_PRODUCTION` set to their production value."""
     lines = [SAMPLE_HEADER.rstrip("\n")]
     current = ""
     for key, value, _, doc in describe(Settings()):
@@ -119,7 +131,12 @@ def sample_toml() -> str:
         else:
             lines.append("")
         lines.extend(f"# {line}" for line in textwrap.wrap(doc, 86))
-        lines.append(f"# {name or key} = {_toml_value(value)}")
+        if key in SAMPLE_PRODUCTION:
+            production, why = SAMPLE_PRODUCTION[key]
+            lines.extend(f"# {line}" for line in textwrap.wrap(why, 86))
+            lines.append(f"{name or key} = {_toml_value(production)}")
+        else:
+            lines.append(f"# {name or key} = {_toml_value(value)}")
     lines.append(SAMPLE_QUEUES.rstrip("\n"))
     lines.append(SAMPLE_STORAGE_CLASSES.rstrip("\n"))
     return "\n".join(lines) + "\n"

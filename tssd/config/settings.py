@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tssd.config.backends import BackendSettings, ScsiSettings, SimSettings
+from tssd.config.backends import BackendSettings, ScsiSettings, SimSettings, SpSettings
 from tssd.config.queues import QueueSettings, load_queues
 from tssd.config.sections import (
     ApiSettings,
@@ -48,6 +48,7 @@ class Settings:
     backend: BackendSettings = field(default_factory=BackendSettings)
     sim: SimSettings = field(default_factory=SimSettings)
     scsi: ScsiSettings = field(default_factory=ScsiSettings)
+    sp: SpSettings = field(default_factory=SpSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     log: LogSettings = field(default_factory=LogSettings)
     endit: EnditSettings = field(default_factory=EnditSettings)

@@ -7,6 +7,7 @@ import re
 from tssd import log_events
 from tssd.backends.scsi import log_events as scsi_events
 from tssd.backends.sim import log_events as sim_events
+from tssd.backends.sp import log_events as sp_events
 from tssd.cluster import log_events as cluster_events
 from tssd.endit import log_events as endit_events
 from tssd.log_events import LogEvent
@@ -19,6 +20,7 @@ DECLARATIONS = (
     ("Several instances on one database", cluster_events.EVENTS),
     ("The simulated library", sim_events.EVENTS),
     ("The SCSI library", scsi_events.EVENTS),
+    ("IBM Spectrum Protect", sp_events.EVENTS),
 )
 
 
