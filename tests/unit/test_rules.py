@@ -22,7 +22,8 @@ from tssd.cli import views
 from tssd.config import SchedulerSettings
 from tssd.domain import RequestView
 from tssd.scheduler.choose import Chooser, Running
-from tssd.scheduler.cost import Context, QueuePolicy, Verdict, evaluate
+from tssd.scheduler.context import Context, QueuePolicy
+from tssd.scheduler.cost import Verdict, evaluate
 from tssd.scheduler.drives import DriveState
 from tssd.scheduler.explain import explain
 from tssd.scheduler.planner import Entry, Planner

@@ -29,7 +29,8 @@ from tssd.domain import Kind
 from tssd.errors import TssdError
 from tssd.metrics import Metrics
 from tssd.scheduler.choose import Chooser, Plan
-from tssd.scheduler.cost import QueuePolicy, Verdict
+from tssd.scheduler.context import QueuePolicy
+from tssd.scheduler.cost import Verdict
 from tssd.scheduler.decisions import Decisions
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.intake import Intake

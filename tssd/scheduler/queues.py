@@ -9,7 +9,7 @@ from collections import deque
 from datetime import UTC, datetime, timedelta
 
 from tssd.db.interface import CandidateReads, MountBook, QueueSettings
-from tssd.scheduler.cost import QueuePolicy
+from tssd.scheduler.context import QueuePolicy
 from tssd.scheduler.planner import Entry
 
 DAY_S = 86400.0
