@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -136,6 +137,22 @@ async def test_get_returns_a_snapshot_or_raises(store: RequestStoreInterface) ->
     assert await state_of(store, rid) == "queued"
     with pytest.raises(NotFound):
         await store.get(rid + 1000)
+
+
+async def test_times_come_back_timezone_aware_at_the_instant_written(
+    store: RequestStoreInterface,
+) -> None:
+    """SQLite has no time zones: the column type writes UTC and reads it back aware, so
+    nothing above the store mends naive datetimes (a time in another zone keeps its
+    instant, not its wall time)."""
+    [rid] = await submit(store, recall())
+    finished = datetime(2026, 3, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))
+    await store.transition([rid], OPEN, State.DONE, values={"finished_at": finished})
+    row = await store.get(rid)
+    [listed] = await store.list_requests(ListFilter())
+    for stamp in (row.created_at, row.updated_at, row.finished_at, listed.created_at):
+        assert stamp is not None and stamp.utcoffset() is not None
+    assert row.finished_at == finished == datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 async def test_list_requests_filters_and_pages_in_id_order(store: RequestStoreInterface) -> None:

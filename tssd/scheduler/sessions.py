@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
-from datetime import UTC
 from typing import Any
 
 import structlog
@@ -396,10 +395,7 @@ class SessionRunner(WritableBatches):
 
     def _observe(self, request: Request, outcome: str) -> None:
         self.metrics.requests_total.labels(request.kind, request.queue, outcome).inc()
-        created = request.created_at
-        if created.tzinfo is None:  # SQLite hands back naive datetimes
-            created = created.replace(tzinfo=UTC)
-        latency = (utcnow() - created).total_seconds()
+        latency = (utcnow() - request.created_at).total_seconds()
         self.metrics.request_duration.labels(request.kind, request.queue).observe(latency)
         if outcome == "done":
             self.drives.activity.finished(request.queue, latency, self.drives.clock.now())
