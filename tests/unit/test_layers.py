@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tssd.background",
             "tssd.submit",
             "tssd.bodies",
+            "tssd.work",  # the scheduler's work signal, which the store below it wakes
             "tssd.shim.names",  # the name patterns; the rest of tssd.shim is a client
             "tssd.shim.endpoint",  # the clients' target and state directory, also config's
         ),

@@ -162,7 +162,7 @@ def whole_scheduler(
     intake = Intake(store, library, retrier(), policy, planner=planner, now=clock.now)  # type: ignore[arg-type]
     scheduler = Scheduler(
         settings, store, drives, intake, runner, metrics, policy,  # type: ignore[arg-type]
-        chooser=chooser, reservations=reservations,
+        chooser=chooser, reservations=reservations, work=store.work,
     )  # fmt: skip
     return scheduler, drives, reservations
 
