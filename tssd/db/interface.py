@@ -35,7 +35,7 @@ from tssd.db.mounts import DriveInfo
 from tssd.db.notifier import Notifier
 from tssd.db.polls import Obtained, PollIndex
 from tssd.db.store import ListFilter
-from tssd.domain import State
+from tssd.domain import Kind, State
 from tssd.submit import SubmitSpec
 from tssd.work import WorkSignal
 
@@ -292,7 +292,7 @@ class MountBook(Protocol):
         """At start-up: close the mounts a crash left open, record what each drive holds
         now; return whether each drive known before is enabled."""
 
-    async def open_mount(self, drive: str, volume: str, purpose: str) -> int:
+    async def open_mount(self, drive: str, volume: str, purpose: Kind) -> int:
         """Record a mount requested now; return its id."""
 
     async def mounted(self, drive: str, volume: str, mount_id: int) -> None:

@@ -47,7 +47,7 @@ log = structlog.get_logger()
 class Candidate:
     """A unit of drive work: the recalls of one tape, or a storage class's migrations."""
 
-    purpose: str  # recall or migrate
+    purpose: Kind  # RECALL or MIGRATE
     target: str  # volume (recall) or storage class (migrate)
     priority: int
     oldest: float  # sort key: smaller = older
@@ -59,7 +59,7 @@ class Candidate:
 
 
 def _recall(v: Verdict) -> Candidate:
-    return Candidate("recall", v.volume, v.priority, 0.0, v.queue, v.queues, v.service_s)
+    return Candidate(Kind.RECALL, v.volume, v.priority, 0.0, v.queue, v.queues, v.service_s)
 
 
 class Scheduler:
@@ -103,7 +103,7 @@ class Scheduler:
         self._pending_at = float("-inf")
         self._migrations_waiting = True
         #: Sessions started, per purpose (recall, migrate): ``tssd simulate`` reports them.
-        self.sessions_started: Counter[str] = Counter()
+        self.sessions_started: Counter[Kind] = Counter()
         #: Queues an operator paused: none of their recalls or migrations starts.
         self._paused: frozenset[str] = frozenset()
         #: Freed drives and the pass deciding them (the decision metric).
@@ -329,7 +329,7 @@ class Scheduler:
             drive = self._pick_drive(candidate)
             if drive is None:
                 continue  # its tape is in a drive that is not free
-            if candidate.purpose == "recall":
+            if candidate.purpose is Kind.RECALL:
                 per_queue[candidate.queue] += 1
             self._start(drive, candidate)
         return [
@@ -355,7 +355,7 @@ class Scheduler:
                 nbytes >= self.settings.migrate_batch_bytes
                 or age >= self.settings.migrate_max_age_s
             ):
-                found.append(Candidate("migrate", sc, 0, -age))
+                found.append(Candidate(Kind.MIGRATE, sc, 0, -age))
         return found
 
     async def _recall_candidates(self) -> list[Candidate]:
@@ -370,7 +370,7 @@ class Scheduler:
             rows = await reads.recall_volumes(self._paused, held)
         use_priority = self.policy.use_priority
         by_volume = {
-            v: Candidate("recall", v, (p or 0) if use_priority else 0, float(first))
+            v: Candidate(Kind.RECALL, v, (p or 0) if use_priority else 0, float(first))
             for v, p, first in rows
             if v is not None and self.mountable(v)
         }
@@ -380,7 +380,7 @@ class Scheduler:
         free = self.drives.free()
         volume = (
             candidate.target
-            if candidate.purpose == "recall"
+            if candidate.purpose is Kind.RECALL
             else self.runner.filling.get(candidate.target)
         )
         holder = self.drives.holding(volume) if volume else None
@@ -394,13 +394,13 @@ class Scheduler:
     def _start(self, drive: DriveState, candidate: Candidate) -> None:
         self.drives.occupy(drive)
         self.sessions_started[candidate.purpose] += 1
-        if candidate.purpose == "recall":
+        if candidate.purpose is Kind.RECALL:
             self.reservations.hold_volume(candidate.target)
         else:
             self.reservations.hold_class(candidate.target)
         if drive.volume is not None:
             self.reservations.hold_volume(drive.volume)
-        if candidate.purpose == "recall":
+        if candidate.purpose is Kind.RECALL:
             # A session starting for urgent work must not look preemptible before its
             # first pass has set its priority.
             self.runner.tiers.set_tier(drive.name, candidate.priority)
@@ -441,7 +441,7 @@ class Scheduler:
             "session.start", drive=drive.name, purpose=candidate.purpose, target=candidate.target
         )
         try:
-            if candidate.purpose == "recall":
+            if candidate.purpose is Kind.RECALL:
                 await make_room(candidate.target)
                 await self.runner.recall(drive, candidate.target, candidate.queues)
             else:
@@ -454,7 +454,7 @@ class Scheduler:
         finally:
             self.chooser.ended(drive.name)
             self.runner.tiers.session_ended(drive.name)
-            if candidate.purpose == "recall":
+            if candidate.purpose is Kind.RECALL:
                 self.reservations.release_volume(candidate.target)
             else:
                 self.reservations.release_class(candidate.target)

@@ -27,7 +27,7 @@ from tssd.backpressure import Backpressure
 from tssd.clock import Offload, inline
 from tssd.db.models import Request, utcnow
 from tssd.db.store import RequestStore
-from tssd.domain import State
+from tssd.domain import Kind, State
 from tssd.errors import ChecksumMismatch, TransientBackendError, TssdError
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
@@ -128,7 +128,7 @@ class SessionRunner(WritableBatches):
         ``interrupt_after_s``. A session that came for higher-priority requests reads
         only those when another tape's would be late.
         """
-        await self.drives.ensure_mounted(drive, volume, "recall")
+        await self.drives.ensure_mounted(drive, volume, Kind.RECALL)
         await self._learn_layout(volume)
         if self.policy.files_per_session is not None:
             await self._pass(drive, volume, queues, None)

@@ -19,7 +19,7 @@ import structlog
 from tssd.backends.base import Source, TapeBackend, TapeCopy, WriteItem, WriteResult
 from tssd.db.models import Request
 from tssd.db.store import RequestStore
-from tssd.domain import State
+from tssd.domain import Kind, State
 from tssd.errors import BackendError, DataError, TooLargeForTape, TransientBackendError, TssdError
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
@@ -76,7 +76,7 @@ class WritableBatches:
             self.filling[storage_class] = volume
             await self._take_volume(drive, volume)
             await make_room(volume)
-            await self.drives.ensure_mounted(drive, volume, "migrate")
+            await self.drives.ensure_mounted(drive, volume, Kind.MIGRATE)
             items = [
                 WriteItem(
                     pnfsid=r.pnfsid or "",
