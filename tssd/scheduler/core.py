@@ -25,7 +25,7 @@ import structlog
 from tssd.config import SchedulerSettings
 from tssd.db.models import utcnow
 from tssd.db.store import RequestStore
-from tssd.domain import Kind
+from tssd.domain import Kind, State
 from tssd.errors import TssdError
 from tssd.metrics import Metrics
 from tssd.scheduler.choose import Chooser, Plan
@@ -476,7 +476,7 @@ class Scheduler:
         self._pending_at = now
         pending: dict[tuple[str, str], int] = {}
         for kind, queue, state, n in await self.store.counts():
-            if state in ("queued", "active"):
+            if state in (State.QUEUED, State.ACTIVE):
                 pending[(kind, queue)] = pending.get((kind, queue), 0) + n
         for (kind, queue), n in pending.items():
             self.metrics.requests_pending.labels(kind, queue).set(n)

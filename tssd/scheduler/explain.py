@@ -18,13 +18,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tssd.domain import RequestView
+from tssd.domain import RequestView, State
 from tssd.scheduler.rules import RULES, Held
 
 if TYPE_CHECKING:
     from tssd.scheduler.core import Scheduler
 
-FINISHED = ("done", "failed", "cancelled", "abandoned")
+FINISHED = (State.DONE, State.FAILED, State.CANCELLED, State.ABANDONED)
 
 
 class Timed(Protocol):
@@ -89,7 +89,7 @@ def _why(scheduler: Scheduler, row: RequestView) -> tuple[str, str, float | None
         return "done", f"request is {row.state}", 0.0
     chooser = scheduler.chooser
     now = scheduler.drives.clock.now()
-    if row.state == "active":
+    if row.state is State.ACTIVE:
         running = chooser.running.get(row.drive or "")
         left = max(0.0, running.until - now) if running else None
         return "active", f"being served on drive {row.drive}", left

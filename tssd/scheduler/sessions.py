@@ -351,7 +351,7 @@ class SessionRunner(WritableBatches):
         if await self.store.finish(
             request.id, State.DONE, "recalled", result_adler32=result.adler32, size=result.nbytes
         ):
-            self._observe(request, "done")
+            self._observe(request, State.DONE)
             log.info("request.done", kind="recall", bytes=result.nbytes, **fields)
         else:
             # Cancelled while on tape: take back the file nobody waits for any more.
@@ -379,7 +379,7 @@ class SessionRunner(WritableBatches):
         if await self.store.finish(
             request.id, State.FAILED, type(exc).__name__, error=str(exc), error_code=code
         ):
-            self._observe(request, "failed")
+            self._observe(request, State.FAILED)
             log.warning(
                 "request.failed", kind=request.kind, error=str(exc), error_code=code, **fields
             )
@@ -393,11 +393,11 @@ class SessionRunner(WritableBatches):
         )  # fmt: skip
         self._given_back(moved)
 
-    def _observe(self, request: Request, outcome: str) -> None:
+    def _observe(self, request: Request, outcome: State) -> None:
         self.metrics.requests_total.labels(request.kind, request.queue, outcome).inc()
         latency = (utcnow() - request.created_at).total_seconds()
         self.metrics.request_duration.labels(request.kind, request.queue).observe(latency)
-        if outcome == "done":
+        if outcome is State.DONE:
             self.drives.activity.finished(request.queue, latency, self.drives.clock.now())
 
 

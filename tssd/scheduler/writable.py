@@ -44,7 +44,7 @@ class WritableBatches:
     paused: frozenset[str]
     chunk: int
 
-    def _observe(self, request: Request, outcome: str) -> None:
+    def _observe(self, request: Request, outcome: State) -> None:
         raise NotImplementedError  # SessionRunner's
 
     async def _fail(self, request: Request, exc: BaseException, **fields: Any) -> None:
@@ -148,7 +148,7 @@ class WritableBatches:
             position=copy.position,
             result_adler32=copy.adler32,
         ):
-            self._observe(request, "done")
+            self._observe(request, State.DONE)
             log.info(
                 "request.done",
                 kind="migrate",
