@@ -30,7 +30,8 @@ from typing import Any
 from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings
 from tssd.scheduler.choose import Chooser
-from tssd.scheduler.cost import Context, evaluate
+from tssd.scheduler.context import Context
+from tssd.scheduler.cost import evaluate
 from tssd.scheduler.drives import DriveState
 from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.queues import MountLedger

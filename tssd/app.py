@@ -61,6 +61,7 @@ from tssd.scheduler.reservations import Reservations
 from tssd.scheduler.sessions import SessionRunner, SinkFactory, SourceFactory
 from tssd.scheduler.tiers import PriorityTiers
 from tssd.services import Services
+from tssd.work import WorkSignal
 
 log = structlog.get_logger()
 
@@ -117,8 +118,9 @@ async def _compose(
     planner = Planner()
     listeners = ((planner.take,) if wiring.policy.cost_model else ()) + wiring.on_finished
     postgres = is_postgres(engine)
+    # The scheduler's work signal, which the store wakes on new and requeued work.
     store = RequestStore(
-        sessions, postgres=postgres, notifier=Notifier(listeners),
+        sessions, postgres=postgres, notifier=Notifier(listeners), work=WorkSignal(),
         poll_ttl_s=settings.api.poll_cache_s,
         instance=store_instance(settings.cluster, postgres=postgres), outcomes=metrics.ended,
         statistics=Upkeep(engine, settings.database.analyze_rows,
@@ -197,7 +199,7 @@ def _scheduler(
     intake = Intake(store, backend, retrier, policy, planner=tiers.planner, now=clock.now)
     return Scheduler(
         s, store, drives, intake, runner, metrics, policy, chooser=chooser,
-        reservations=reservations,
+        reservations=reservations, work=store.work,
     )  # fmt: skip
 
 
@@ -224,7 +226,7 @@ def _backpressure(settings: Settings, metrics: Metrics, store: RequestStore) -> 
     bp = settings.backpressure
     return Backpressure(
         min_free_bytes=bp.min_free_bytes, min_free_percent=bp.min_free_percent,
-        recheck_s=bp.recheck_s, metrics=metrics, on_release=store.notifier.work.set,
+        recheck_s=bp.recheck_s, metrics=metrics, on_release=store.work.nudge,
     )  # fmt: skip
 
 

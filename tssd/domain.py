@@ -45,8 +45,8 @@ class RequestView:
     """A request as the layers above the database see it: a snapshot, never written back."""
 
     id: int
-    kind: str
-    state: str
+    kind: Kind
+    state: State
     key: str
     pnfsid: str | None
     path: str | None

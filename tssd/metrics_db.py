@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 import structlog
 
 from tssd.background import running
-from tssd.db.admin import aware
 from tssd.db.engine import DatabaseError
 from tssd.db.gauges import pauses_and_mounts
 from tssd.db.models import utcnow
@@ -37,14 +36,14 @@ async def refresh(services: Services, seen: set[str] | None = None) -> None:
     # The shared counts: no walk of a million queued requests every round.
     ages: dict[str, datetime] = {}
     for g in await services.store.tally.get():
-        stamp = aware(g.oldest)
+        stamp = g.oldest
         if g.state == "queued" and stamp is not None:
             ages[g.queue] = min(stamp, ages.get(g.queue, stamp))
     m = services.metrics
     seen.update(paused, ages, {services.settings.scheduler.default_queue})
     for name in seen:
         m.queue_paused.labels(name).set(1 if paused.get(name) else 0)
-        created = aware(ages.get(name))
+        created = ages.get(name)
         age = (now - created).total_seconds() if created else 0.0
         m.queue_oldest_seconds.labels(name).set(max(0.0, age))
     m.tapes_mounted_24h.set(len(mounts))

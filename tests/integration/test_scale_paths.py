@@ -19,6 +19,7 @@ from tssd.db.models import Request, utcnow
 from tssd.db.polls import PollIndex
 from tssd.db.retention import purge
 from tssd.db.store import ListFilter
+from tssd.domain import Kind
 from tssd.submit import parse_submit
 
 
@@ -151,7 +152,8 @@ async def test_passes_for_new_requests_are_batched_but_a_freed_drive_is_not_held
         scheduler=SchedulerSettings(tick_s=300.0, submit_batch_s=300.0),
     )
     async with build_services(settings) as services:
-        scheduler, notifier = services.scheduler, services.store.notifier
+        scheduler = services.scheduler
+        work = scheduler.work
         await scheduler.start()
         passes: list[bool] = []
 
@@ -163,8 +165,7 @@ async def test_passes_for_new_requests_are_batched_but_a_freed_drive_is_not_held
         try:
             await _until(lambda: len(passes) == 1)  # the first, full pass
             for _ in range(50):  # requests keep arriving, as from a busy pool
-                notifier.kinds.add("recall")
-                notifier.work.set()
+                work.submitted((Kind.RECALL,))
                 await asyncio.sleep(0.01)
             assert passes == [True]  # they wait for the batch, not a pass each
             scheduler.decisions.freed.append(0.0)  # a drive freed: decided at once

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -29,9 +30,10 @@ from store_contract import (
 
 from tssd.db.interface import RequestStoreInterface
 from tssd.db.store import ListFilter
-from tssd.domain import State
+from tssd.domain import Kind, State
 from tssd.errors import Conflict, NotFound
 from tssd.submit import parse_submit
+from tssd.work import Noted
 
 
 @pytest.fixture(params=STORES)
@@ -58,8 +60,8 @@ async def test_submit_creates_queued_requests_with_their_history(
     )  # fmt: skip
     assert (row.volume, row.drive, row.finished_at) == (None, None, None)
     assert await history(store, row.id) == [(None, "queued", "submitted")]
-    assert store.notifier.work.is_set()
-    assert "recall" in store.notifier.kinds
+    assert store.work.is_set()
+    assert store.work.peek() == Noted(submitted=frozenset({Kind.RECALL}))
 
 
 async def test_submit_attaches_to_the_open_request_of_a_key(store: RequestStoreInterface) -> None:
@@ -136,6 +138,22 @@ async def test_get_returns_a_snapshot_or_raises(store: RequestStoreInterface) ->
     assert await state_of(store, rid) == "queued"
     with pytest.raises(NotFound):
         await store.get(rid + 1000)
+
+
+async def test_times_come_back_timezone_aware_at_the_instant_written(
+    store: RequestStoreInterface,
+) -> None:
+    """SQLite has no time zones: the column type writes UTC and reads it back aware, so
+    nothing above the store mends naive datetimes (a time in another zone keeps its
+    instant, not its wall time)."""
+    [rid] = await submit(store, recall())
+    finished = datetime(2026, 3, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))
+    await store.transition([rid], OPEN, State.DONE, values={"finished_at": finished})
+    row = await store.get(rid)
+    [listed] = await store.list_requests(ListFilter())
+    for stamp in (row.created_at, row.updated_at, row.finished_at, listed.created_at):
+        assert stamp is not None and stamp.utcoffset() is not None
+    assert row.finished_at == finished == datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 async def test_list_requests_filters_and_pages_in_id_order(store: RequestStoreInterface) -> None:
@@ -251,12 +269,12 @@ async def test_retry_requeues_a_failed_request(store: RequestStoreInterface) -> 
     [rid] = await submit(store, recall())
     await activate(store, [rid])
     await store.finish(rid, State.FAILED, "tape error", error="bad block", error_code=30)
-    store.notifier.work.clear()
+    store.work.clear()
     row = await store.retry(rid)
     assert (row.state, row.error, row.error_code, row.finished_at, row.attempts) == (
         "queued", None, None, None, 0
     )  # fmt: skip
-    assert store.notifier.work.is_set()
+    assert store.work.is_set()
     with pytest.raises(Conflict):
         await store.retry(rid)  # queued
     with pytest.raises(NotFound):
@@ -307,10 +325,10 @@ async def test_transition_wakes_waiters_listeners_and_the_scheduler(
     event = store.notifier.watch(ids[0])
     await store.transition(ids, OPEN, State.ACTIVE)
     assert not event.is_set() and heard == []
-    store.notifier.work.clear()
-    store.notifier.kinds.clear()
+    store.work.clear()
+    store.work.take()
     await store.transition([ids[1]], ("active",), State.QUEUED)
-    assert store.notifier.work.is_set() and "any" in store.notifier.kinds
+    assert store.work.is_set() and store.work.take() == Noted(everything=True)
     await store.transition([ids[0]], ("active",), State.DONE)
     assert event.is_set() and heard == [ids[0]]
     store.notifier.unwatch(ids[0], event)

@@ -194,3 +194,18 @@ async def test_queue_settings_list_rows_and_paused_names(store: RequestStoreInte
         ("atlas", 2, True), ("cms", 0, False)
     ]  # fmt: skip
     assert await queues.paused() == frozenset({"atlas"})
+
+
+async def test_the_scheduler_reads_and_claims_timezone_aware_times(
+    store: RequestStoreInterface, reads: CandidateReads, claims: SchedulingClaims
+) -> None:
+    """The scheduler subtracts these from aware clocks as they come (no naive fix above
+    the store): the planner's load, the migration groups' oldest, a claimed row."""
+    ids = await located(store, ("0001", "VOL1", 0))
+    await submit(store, migrate("0002"))
+    [(*_, created)] = [row async for row in reads.pending_recalls()]
+    [(*_, oldest)] = await reads.migration_groups(frozenset())
+    [claimed] = await claims.claim_recalls("VOL1", "d1", 1)
+    assert claimed.id == ids[0]
+    stamps = (created, oldest, claimed.created_at, claimed.started_at)
+    assert all(s is not None and s.utcoffset() is not None for s in stamps)

@@ -2,7 +2,9 @@
 
 A module may import its own layer and the layers below it, never one above; module-level
 imports among tssd's modules form no cycle. Imports under ``if TYPE_CHECKING:`` are not
-run, so they are left out. A new module must be given a layer in :data:`LAYERS`.
+run, so the layer check leaves them out; the cycle check counts them (a circle closed by
+``TYPE_CHECKING`` is still a circle of types). A new module must be given a layer in
+:data:`LAYERS`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tssd.submit",
             "tssd.bodies",
             "tssd.printable",  # the one control-character escaper of every renderer
+            "tssd.work",  # the scheduler's work signal, which the store below it wakes
             "tssd.shim.names",  # the name patterns; the rest of tssd.shim is a client
             "tssd.shim.endpoint",  # the clients' target and state directory, also config's
         ),
@@ -61,6 +64,7 @@ class Import:
     target: str
     line: int
     top: bool  # at module level (run on import), not inside a function
+    typing: bool = False  # under ``if TYPE_CHECKING:`` (never run)
 
 
 def module_names() -> dict[str, Path]:
@@ -113,28 +117,35 @@ def _targets(node: ast.Import | ast.ImportFrom, source: str) -> Iterator[str]:
             yield module
 
 
-def imports_of(source: str, text: str | None = None) -> list[Import]:
+def imports_of(source: str, text: str | None = None, *, typing: bool = False) -> list[Import]:
+    """The imports of *source*; with *typing*, also those under ``if TYPE_CHECKING:``."""
     found: list[Import] = []
 
-    def visit(body: list[ast.stmt], top: bool) -> None:
+    def visit(body: list[ast.stmt], top: bool, checking: bool = False) -> None:
         for node in body:
             if isinstance(node, ast.If) and _type_checking(node):
-                visit(node.orelse, top)
+                if typing:
+                    visit(node.body, top, True)
+                visit(node.orelse, top, checking)
                 continue
             if isinstance(node, ast.Import | ast.ImportFrom):
-                found.extend(Import(source, t, node.lineno, top) for t in _targets(node, source))
+                found.extend(
+                    Import(source, t, node.lineno, top, checking) for t in _targets(node, source)
+                )
             inner = top and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.stmt):
-                    visit([child], inner)
+                    visit([child], inner, checking)
                 elif isinstance(child, ast.excepthandler | ast.match_case):
-                    visit(child.body, inner)
+                    visit(child.body, inner, checking)
 
     visit(ast.parse(MODULES[source].read_text() if text is None else text).body, True)
     return [i for i in found if i.target != source]
 
 
-IMPORTS = [i for module in sorted(MODULES) for i in imports_of(module)]
+ALL_IMPORTS = [i for module in sorted(MODULES) for i in imports_of(module, typing=True)]
+#: The imports that run (the layer check's).
+IMPORTS = [i for i in ALL_IMPORTS if not i.typing]
 
 
 def test_every_module_has_a_layer() -> None:
@@ -193,12 +204,64 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_cycle() -> None:
+def _module_edges(imports: list[Import]) -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {m: set() for m in MODULES}
-    for i in IMPORTS:
+    for i in imports:
         if i.top:
             edges[i.source].add(i.target)
-    assert _cycles(edges) == []
+    return edges
+
+
+def test_no_import_cycle() -> None:
+    assert _cycles(_module_edges(IMPORTS)) == []
+
+
+def test_no_cycle_closed_by_type_checking() -> None:
+    """A circle whose back edge is an ``if TYPE_CHECKING:`` import is a circle of types:
+    the shared types belong in a module below both (issue 41)."""
+    assert _cycles(_module_edges(ALL_IMPORTS)) == []
+
+
+#: Where the simulated library may be imported: the backends (``factory.py`` picks it) and
+#: ``tssd simulate``. The reference pages read its declared log events, nothing else.
+SIM = "tssd.backends.sim"
+SIM_USERS = ("tssd.backends", "tssd.simulate")
+SIM_DECLARATIONS = {("tssd.reference.events", "tssd.backends.sim.log_events")}
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def _sim_outside(imports: list[Import]) -> list[str]:
+    return [
+        f"{i.source}:{i.line} imports {i.target}"
+        for i in imports
+        if _within(i.target, (SIM,))
+        and not _within(i.source, SIM_USERS)
+        and (i.source, i.target) not in SIM_DECLARATIONS
+    ]
+
+
+def test_the_simulated_library_is_imported_by_backends_and_simulate_only() -> None:
+    """The scheduler and the rest plan on backend-neutral models (``tssd/tape/``); an
+    import inside a function or under ``TYPE_CHECKING`` counts too."""
+    assert _sim_outside(ALL_IMPORTS) == []
+
+
+def test_the_simulator_check_sees_every_kind_of_import() -> None:
+    text = (
+        "from tssd.backends.sim.layout import Layout\n"
+        "if TYPE_CHECKING:\n    from tssd.backends.sim import truth\n"
+        "def f():\n    import tssd.backends.sim.faults\n"
+    )
+    found = imports_of("tssd.scheduler.calibrate", text, typing=True)
+    assert [line.split(" ", 1)[0] for line in _sim_outside(found)] == [
+        "tssd.scheduler.calibrate:1",
+        "tssd.scheduler.calibrate:3",
+        "tssd.scheduler.calibrate:5",
+    ]
+    assert _sim_outside(imports_of("tssd.simulate.runner", text, typing=True)) == []
 
 
 def test_the_reader_sees_deferred_and_skips_type_checking_imports() -> None:
@@ -209,6 +272,8 @@ def test_the_reader_sees_deferred_and_skips_type_checking_imports() -> None:
     )
     found = {(i.target, i.top) for i in imports_of("tssd.domain", text)}
     assert found == {("tssd.cli.render", True), ("tssd.db.models", False)}
+    typed = {(i.target, i.typing) for i in imports_of("tssd.domain", text, typing=True)}
+    assert typed == {("tssd.cli.render", False), ("tssd.app", True), ("tssd.db.models", False)}
     assert layer_of("tssd.shim.names") < layer_of("tssd.db.store") < layer_of("tssd.shim.main")
 
 

@@ -156,7 +156,7 @@ T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def test_eta_against_the_target() -> None:
-    row = Request(id=1, state="queued", queue="atlas", created_at=T0.replace(tzinfo=None))
+    row = Request(id=1, state="queued", queue="atlas", created_at=T0)
     now = T0 + timedelta(minutes=40)
     assert against_target(row, None, 100.0, now)["target_s"] is None
     on = against_target(row, 3600.0, 600.0, now)  # done at 50 min: 10 min to spare

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings
 from tssd.scheduler.choose import Chooser, Running
-from tssd.scheduler.cost import QueuePolicy, Verdict
+from tssd.scheduler.context import QueuePolicy
+from tssd.scheduler.cost import Verdict
 from tssd.scheduler.drives import DriveState
 from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.queues import MountLedger

@@ -20,9 +20,10 @@ from tssd.api.openapi import openapi_document
 from tssd.backends.sim.profiles import LTO9
 from tssd.cli import views
 from tssd.config import SchedulerSettings
-from tssd.domain import RequestView
+from tssd.domain import Kind, RequestView, State
 from tssd.scheduler.choose import Chooser, Running
-from tssd.scheduler.cost import Context, QueuePolicy, Verdict, evaluate
+from tssd.scheduler.context import Context, QueuePolicy
+from tssd.scheduler.cost import Verdict, evaluate
 from tssd.scheduler.drives import DriveState
 from tssd.scheduler.explain import explain
 from tssd.scheduler.planner import Entry, Planner
@@ -112,9 +113,10 @@ def test_drive_cleaning_due_from_the_drive_table_to_why() -> None:
 def request(**kw: Any) -> RequestView:
     t = datetime(2026, 12, 1, tzinfo=UTC)
     fields: dict[str, Any] = dict.fromkeys(RequestView.__slots__)
-    fields |= {"id": 7, "kind": "recall", "state": "queued", "key": "00AA", "hsm_type": "osm",
-               "hsm_instance": "osm", "queue": "default", "priority": 0, "volume": "A",
-               "position": 1, "attempts": 0, "created_at": t, "updated_at": t}  # fmt: skip
+    fields |= {"id": 7, "kind": Kind.RECALL, "state": State.QUEUED, "key": "00AA",
+               "hsm_type": "osm", "hsm_instance": "osm", "queue": "default", "priority": 0,
+               "volume": "A", "position": 1, "attempts": 0, "created_at": t,
+               "updated_at": t}  # fmt: skip
     return RequestView(**(fields | kw))
 
 
@@ -137,8 +139,8 @@ FULL = SimpleNamespace(held_reason=lambda row: "destination file system /pool is
 
 #: A scheduler and a request for which ``why`` gives each of the other answers.
 ANSWER_SCENARIOS: dict[str, Callable[[], tuple[Any, RequestView]]] = {
-    "done": lambda: (scheduler(), request(state="done")),
-    "active": lambda: (scheduler(), request(state="active", drive="d1")),
+    "done": lambda: (scheduler(), request(state=State.DONE)),
+    "active": lambda: (scheduler(), request(state=State.ACTIVE, drive="d1")),
     "disk_full": lambda: (scheduler(backpressure=FULL), request()),
     "locating": lambda: (scheduler(), request(volume=None)),
     "tape_busy": lambda: (

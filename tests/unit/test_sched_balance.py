@@ -15,7 +15,8 @@ from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings
 from tssd.scheduler.balance import list_schedule, overshoot, pre_read
 from tssd.scheduler.choose import Chooser, Plan, Running
-from tssd.scheduler.cost import QueuePolicy, Verdict
+from tssd.scheduler.context import QueuePolicy
+from tssd.scheduler.cost import Verdict
 from tssd.scheduler.planner import Planner
 
 

@@ -17,7 +17,7 @@ from tssd.clock import RealClock
 from tssd.config import SchedulerSettings, Settings
 from tssd.db.memory import MemoryStore
 from tssd.db.memory_mounts import MemoryMounts
-from tssd.domain import State
+from tssd.domain import Kind, State
 from tssd.errors import PermanentBackendError
 from tssd.files import CountingSink
 from tssd.metrics import Metrics
@@ -162,7 +162,7 @@ def whole_scheduler(
     intake = Intake(store, library, retrier(), policy, planner=planner, now=clock.now)  # type: ignore[arg-type]
     scheduler = Scheduler(
         settings, store, drives, intake, runner, metrics, policy,  # type: ignore[arg-type]
-        chooser=chooser, reservations=reservations,
+        chooser=chooser, reservations=reservations, work=store.work,
     )  # fmt: skip
     return scheduler, drives, reservations
 
@@ -192,6 +192,9 @@ async def test_the_scheduler_reads_every_tape_once_on_the_memory_store(
     v1 = [p for v, p in library.reads if v == "V1"]
     assert v1 == ["00B2", "00B4", "00B1"]  # position order on the tape
     assert sorted(m.volume for m in drives.mounts.mounts) == ["V1", "V2"]  # type: ignore[attr-defined]
+    # The seams are enums, not strings: a session's purpose, what a tape was mounted for.
+    assert [type(purpose) for purpose in scheduler.sessions_started] == [Kind]
+    assert {type(m.purpose) for m in drives.mounts.mounts} == {Kind}  # type: ignore[attr-defined]
 
 
 class StepClock(RealClock):

@@ -9,8 +9,9 @@ from tssd.backends.base import ReadItem, TapeCopy
 from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings
 from tssd.files import CountingSink
+from tssd.scheduler.context import Context, QueuePolicy
 from tssd.scheduler.copies import cover_copies
-from tssd.scheduler.cost import Context, QueuePolicy, evaluate
+from tssd.scheduler.cost import evaluate
 from tssd.scheduler.drives import DriveState
 from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.queues import MountLedger

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings
 from tssd.scheduler.choose import Chooser, Running
-from tssd.scheduler.cost import QueuePolicy, Verdict
+from tssd.scheduler.context import QueuePolicy
+from tssd.scheduler.cost import Verdict
 from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.queues import MountLedger
 from tssd.scheduler.stagger import stagger_end

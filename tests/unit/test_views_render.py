@@ -221,9 +221,9 @@ def test_queue_eta_is_the_end_of_its_last_tape() -> None:
 
 def test_wear_counts_the_mounts_since_midnight() -> None:
     day = datetime(2026, 1, 2, tzinfo=UTC)
-    mounts = [Mount(volume=v, requested_at=day + timedelta(hours=h))  # naive from SQLite too
+    mounts = [Mount(volume=v, requested_at=day + timedelta(hours=h))
               for v, h in (("A", -1), ("B", 1), ("A", 2), ("A", 3), ("C", 4))]  # fmt: skip
-    mounts.append(Mount(volume="C", requested_at=datetime(2026, 1, 2, 5)))
+    mounts.append(Mount(volume="C", requested_at=datetime(2026, 1, 2, 5, tzinfo=UTC)))
     assert wear(mounts, day, 2) == [("A", 2), ("C", 2)]
 
 

@@ -73,9 +73,8 @@ async def set_queue(request: web.Request) -> web.Response:
         latency_target_s=changes.get("latency_target_s", UNSET),
     )
     log.info("queue.changed", queue=name, **changes)
-    notifier = services(request).store.notifier
-    notifier.kinds.add("queues")  # the scheduler rereads the queues table
-    notifier.work.set()  # a resumed queue may start work now
+    # The scheduler rereads the queues table: a resumed queue may start work now.
+    services(request).scheduler.work.queues_changed()
     return web.json_response({"queue": queue})
 
 
@@ -117,7 +116,7 @@ async def _set_enabled(request: web.Request, enabled: bool) -> web.Response:
     await admin(request).set_drive_enabled(name, enabled)
     svc.drives.set_enabled(name, enabled)
     log.info("drive.operator_enable" if enabled else "drive.operator_disable", drive=name)
-    svc.store.notifier.work.set()
+    svc.scheduler.work.nudge()
     rows = _live(svc, await admin(request).drives())
     return web.json_response({"drive": next(d for d in rows if d["name"] == name)})
 

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from tssd.domain import RequestView
 
 
 def iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:  # SQLite returns naive UTC datetimes
-        value = value.replace(tzinfo=UTC)
-    return value.isoformat()
+    return None if value is None else value.isoformat()
 
 
 def request_json(row: RequestView) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from aiohttp import web
 from tssd.api.helpers import services
 from tssd.api.status_html import Page, render
 from tssd.api.top import drive_lines
-from tssd.db.admin import aware, mount_json
+from tssd.db.admin import mount_json
 from tssd.db.glance import GlanceStore, wear
 from tssd.db.models import Mount, utcnow
 
@@ -60,8 +60,8 @@ async def build_page(request: web.Request) -> Page:
 
 def timeline_entry(row: Mount, now: float) -> dict[str, Any]:
     entry = mount_json(row)
-    start = (aware(row.requested_at) or utcnow()).timestamp()
-    end = aware(row.dismounted_at)
+    start = (row.requested_at or utcnow()).timestamp()
+    end = row.dismounted_at
     efficiency = entry["efficiency"]
     if end is None and now > start:  # still mounted: its efficiency so far
         efficiency = min(1.0, row.transfer_s / (now - start))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
 from tssd.backends.base import TapeCopy
@@ -14,7 +14,7 @@ from tssd.errors import TransientBackendError
 
 __all__ = [
     "IN_CHUNK", "MEDIA_TAPE", "CatalogObject", "ObjectCatalog",
-    "as_utc", "chunks", "normalize_adler32", "to_copy",
+    "chunks", "normalize_adler32", "to_copy",
 ]  # fmt: skip
 
 MEDIA_TAPE = "tape"
@@ -61,11 +61,6 @@ def normalize_adler32(value: str | None) -> str | None:
         return value.strip().lower()
 
 
-def as_utc(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes even for timezone-aware columns; they are UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def to_copy(obj: CatalogObject) -> TapeCopy:
     return TapeCopy(
         pnfsid=obj.pnfsid,
@@ -75,7 +70,7 @@ def to_copy(obj: CatalogObject) -> TapeCopy:
         size=obj.size,
         adler32=obj.adler32,
         storage_class=obj.storage_class,
-        written_at=as_utc(obj.written_at),
+        written_at=obj.written_at,
         offset=obj.offset,
         media=MEDIA_TAPE,
     )

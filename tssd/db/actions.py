@@ -1,5 +1,5 @@
 """What both request stores do the same way, written once on their own ``get``,
-``transition`` and ``notifier``: an operator's cancel and retry, a client's wait.
+``transition``, ``notifier`` and ``work``: an operator's cancel and retry, a client's wait.
 
 :class:`tssd.db.store.RequestStore` and the in-memory :class:`tssd.db.memory.MemoryStore`
 inherit these: cancel and retry are a conditional transition plus the answer an operator
@@ -19,6 +19,7 @@ from tssd.db.models import Request, utcnow
 from tssd.db.notifier import Notifier
 from tssd.domain import OPEN_STATES, State
 from tssd.errors import Conflict
+from tssd.work import WorkSignal
 
 
 class Transitions(Protocol):
@@ -26,6 +27,9 @@ class Transitions(Protocol):
 
     @property
     def notifier(self) -> Notifier: ...
+
+    @property
+    def work(self) -> WorkSignal: ...
 
     async def get(self, request_id: int) -> Request: ...
 
@@ -42,7 +46,7 @@ class Transitions(Protocol):
 
 class OperatorActions:
     """``cancel``, ``retry`` and ``wait`` for a store with ``get``, ``transition``,
-    ``notifier``."""
+    ``notifier`` and ``work``."""
 
     async def cancel(
         self: Transitions, request_id: int, reason: str = "cancelled by operator"
@@ -78,7 +82,7 @@ class OperatorActions:
             raise Conflict(f"another open {row.kind} request exists for {row.key}") from None
         if not changed:
             raise Conflict(f"request {request_id} changed state meanwhile")
-        self.notifier.work.set()
+        self.work.nudge()
         return await self.get(request_id)
 
     async def wait(self: Transitions, request_id: int, timeout: float) -> tuple[Request, bool]:

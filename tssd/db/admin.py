@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -40,23 +40,14 @@ UNSET: Any = object()  # a keyword left out, as opposed to None (= "no limit")
 IN_CHUNK = 1000  # volumes per IN list
 
 
-def aware(value: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes; tssd stores UTC."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
-
-
 def iso(value: datetime | None) -> str | None:
-    stamp = aware(value)
-    return stamp.isoformat() if stamp else None
+    return value.isoformat() if value else None
 
 
 def seconds(start: datetime | None, end: datetime | None) -> float | None:
-    a, b = aware(start), aware(end)
-    if a is None or b is None:
+    if start is None or end is None:
         return None
-    return max(0.0, (b - a).total_seconds())
+    return max(0.0, (end - start).total_seconds())
 
 
 def mount_json(row: Mount) -> dict[str, Any]:
@@ -125,7 +116,7 @@ class AdminStore:
             entry = found.setdefault(g.queue, _queue(g.queue, None))
             entry[g.state] += g.count
             entry[f"{g.state}_bytes"] += g.bytes
-            stamp = aware(g.oldest)
+            stamp = g.oldest
             if g.state == "queued" and stamp is not None:
                 oldest[g.queue] = min(stamp, oldest.get(g.queue, stamp))
         for queue, stamp in oldest.items():
@@ -279,7 +270,7 @@ class AdminStore:
         if row is None and not states and not mounts:
             raise NotFound(f"no tape {volume} known to tssd (never mounted, no requests)")
         queued = next(((n, int(b or 0)) for s, n, b in states if s == "queued"), (0, 0))
-        recent = sum(1 for m in mounts if (aware(m.requested_at) or day_ago) >= day_ago)
+        recent = sum(1 for m in mounts if m.requested_at >= day_ago)
         return {
             **_tape(volume, row, queued, recent, holder),
             "requests": {s: {"count": n, "bytes": int(b or 0)} for s, n, b in states},

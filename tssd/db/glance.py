@@ -8,7 +8,7 @@ little however long the history.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -59,16 +59,11 @@ class GlanceStore:
         cost is *limit* rows at most, whatever the length of the history.
         """
         rows = await self.last_mounts(limit + 1)
-        inside = [m for m in rows if m.dismounted_at is None or _utc(m.requested_at) >= since]
+        inside = [m for m in rows if m.dismounted_at is None or m.requested_at >= since]
         return list(reversed(inside[:limit])), len(inside) > limit
 
 
 def wear(mounts: list[Mount], since: datetime, limit: int) -> list[tuple[str, int]]:
     """The tapes mounted most often since *since*: (volume, mounts), most first."""
-    counts = Counter(m.volume for m in mounts if _utc(m.requested_at) >= since)
+    counts = Counter(m.volume for m in mounts if m.requested_at >= since)
     return sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:limit]
-
-
-def _utc(value: datetime) -> datetime:
-    """SQLite hands back naive datetimes; tssd stores UTC."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

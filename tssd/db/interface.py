@@ -11,7 +11,7 @@ memory. The rules every implementation keeps:
 - Every state change is conditional: a request moves only out of the states its caller
   names, so a request finished, cancelled or claimed elsewhere is never overwritten.
 - Every state change appends an event (the request's history); a finish wakes the
-  waiters of :attr:`notifier`, new or requeued work sets ``notifier.work``.
+  waiters of :attr:`notifier`, new or requeued work wakes :attr:`work`.
 - ``transition``, ``requeue_active`` and ``set_locations`` are declared as returning an
   awaitable, not as ``async def``: the SQL store wraps them in ``db_retry``, which does.
 - Rows returned are snapshots (detached :class:`~tssd.db.models.Request` objects or rows
@@ -35,8 +35,9 @@ from tssd.db.mounts import DriveInfo
 from tssd.db.notifier import Notifier
 from tssd.db.polls import Obtained, PollIndex
 from tssd.db.store import ListFilter
-from tssd.domain import State
+from tssd.domain import Kind, State
 from tssd.submit import SubmitSpec
+from tssd.work import WorkSignal
 
 #: (kind, queue, state, count), as :meth:`RequestStoreInterface.counts` returns them.
 CountRow = tuple[str, str, str, int]
@@ -49,8 +50,10 @@ PendingRow = tuple[int, str | None, int | None, int | None, int | None, str | No
 class RequestStoreInterface(Protocol):
     """Every request's state, and every change of it; see the module docstring."""
 
-    #: Waiters on requests, the scheduler's work signal and the kinds submitted since.
+    #: Waiters on requests and listeners of finished ones.
     notifier: Notifier
+    #: The scheduler's work signal: submits note their kinds, requeues ``requeued``.
+    work: WorkSignal
     #: Open recalls and migrations for ``tss-hsm``'s polls, kept current by every change.
     polls: PollIndex
     #: This daemon's id when several share the database (``tssd.cluster``), else None.
@@ -64,8 +67,9 @@ class RequestStoreInterface(Protocol):
         A spec whose ``(kind, key)`` has an open request gets that request and
         ``created=False``; otherwise a new queued request (event ``None -> queued``,
         reason ``submitted``). Specs of one batch sharing a key share one new request,
-        each reported as created. New work sets ``notifier.work`` and adds its kinds to
-        ``notifier.kinds``. Safe against concurrent submitters of the same key.
+        each reported as created. New work notes its kinds on ``work``
+        (:meth:`~tssd.work.WorkSignal.submitted`). Safe against concurrent submitters of
+        the same key.
         """
         ...
 
@@ -156,8 +160,8 @@ class RequestStoreInterface(Protocol):
         attributes) and ``updated_at``; return the ids that moved, the others untouched.
 
         Each moved request gets an event (``from_state`` None). Finishing wakes waiters
-        and the notifier's listeners; moving to queued sets ``notifier.work`` (kind
-        ``any``). Reopening a request whose key has another open request raises
+        and the notifier's listeners; moving to queued wakes ``work`` (``requeued``:
+        a pass looks at everything). Reopening a request whose key has another open request raises
         :class:`sqlalchemy.exc.IntegrityError` (the open-key rule), moving nothing.
         """
         ...
@@ -288,7 +292,7 @@ class MountBook(Protocol):
         """At start-up: close the mounts a crash left open, record what each drive holds
         now; return whether each drive known before is enabled."""
 
-    async def open_mount(self, drive: str, volume: str, purpose: str) -> int:
+    async def open_mount(self, drive: str, volume: str, purpose: Kind) -> int:
         """Record a mount requested now; return its id."""
 
     async def mounted(self, drive: str, volume: str, mount_id: int) -> None:

@@ -31,6 +31,7 @@ from tssd.db.store import ListFilter
 from tssd.domain import OPEN_STATES, Kind, State
 from tssd.errors import Conflict, NotFound
 from tssd.submit import SubmitSpec
+from tssd.work import WorkSignal
 
 if TYPE_CHECKING:
     from tssd.db.interface import (
@@ -80,6 +81,7 @@ class MemoryStore(OperatorActions):
     def __init__(self, outcomes: Outcomes | None = None) -> None:
         self.notifier = Notifier()
         self.outcomes = outcomes
+        self.work = WorkSignal()
         self.polls = PollIndex()
         self.instance: str | None = None
         self._rows: dict[int, dict[str, Any]] = {}
@@ -126,8 +128,7 @@ class MemoryStore(OperatorActions):
                 results.append((True, self._snapshot(made[ident])))
         self.polls.seen((row for _, row in results), add=len(specs) == 1)
         if made:
-            self.notifier.kinds |= {kind for kind, _ in made}
-            self.notifier.work.set()
+            self.work.submitted(Kind(kind) for kind, _ in made)
         return results
 
     async def obtain(self, spec: SubmitSpec, *, adopt_finished: bool) -> Obtained:
@@ -141,8 +142,7 @@ class MemoryStore(OperatorActions):
                 return Obtained(False, row, reported)
         created = self._snapshot(self._insert(spec))
         self.polls.seen([created])
-        self.notifier.kinds.add(spec.kind.value)
-        self.notifier.work.set()
+        self.work.submitted((spec.kind,))
         return Obtained(True, created, False)
 
     def _insert(self, spec: SubmitSpec) -> int:
@@ -268,8 +268,7 @@ class MemoryStore(OperatorActions):
         if not to_state.is_open:
             self.notifier.finished(moved)
         elif moved and to_state is State.QUEUED:
-            self.notifier.kinds.add("any")
-            self.notifier.work.set()
+            self.work.requeued()
         return moved
 
     def _check_open_keys(self, moved: Sequence[int], to_state: State) -> None:

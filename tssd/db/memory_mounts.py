@@ -13,6 +13,7 @@ from typing import Any
 
 from tssd.db.models import utcnow
 from tssd.db.mounts import DriveInfo
+from tssd.domain import Kind
 
 
 @dataclass
@@ -51,7 +52,7 @@ class MemoryMounts:
             self.holding[info.name] = info.volume
         return enabled
 
-    async def open_mount(self, drive: str, volume: str, purpose: str) -> int:
+    async def open_mount(self, drive: str, volume: str, purpose: Kind) -> int:
         self.mounts.append(MountRow(len(self.mounts) + 1, drive, volume, purpose, utcnow()))
         return len(self.mounts)
 

@@ -1,11 +1,12 @@
 """ORM models. The Alembic migrations in ``migrations/`` must produce exactly this schema.
 
-Times are stored as timezone-aware UTC datetimes.
+Times are stored as UTC and read back timezone-aware (:class:`UtcDateTime`).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -18,6 +19,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
+    TypeDecorator,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -42,6 +44,26 @@ BigId = BigInteger().with_variant(Integer(), "sqlite")
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A time column, timezone-aware UTC on every database: the one place time zones are
+    handled. PostgreSQL's ``timestamptz`` keeps the instant; SQLite has no time zones and
+    stores the wall time as written, so a time is written in UTC and read back as UTC.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is not None and value.utcoffset():
+            return value.astimezone(UTC)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
 
 
 class Base(DeclarativeBase):
@@ -88,10 +110,10 @@ class Request(Base):
     result_adler32: Mapped[str | None] = mapped_column(String(16))
     error_code: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     # The tssd instance that claimed it (several instances on one PostgreSQL).
     instance: Mapped[str | None] = mapped_column(String(128))
     # How a recall reaches its path: "claim" = left as a part file for the pool's next
@@ -153,7 +175,7 @@ class RequestEvent(Base):
     request_id: Mapped[int] = mapped_column(
         BigInteger, ForeignKey("requests.id", ondelete="CASCADE"), index=True
     )
-    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     from_state: Mapped[str | None] = mapped_column(String(16))
     to_state: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str | None] = mapped_column(Text)
@@ -180,7 +202,7 @@ class Tape(Base):
     volume: Mapped[str] = mapped_column(String(32), primary_key=True)
     state: Mapped[str] = mapped_column(String(16), default="ok")  # ok, suspect, disabled
     mounts: Mapped[int] = mapped_column(Integer, default=0)
-    last_mounted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_mounted_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
 
 
 class Drive(Base):
@@ -192,7 +214,7 @@ class Drive(Base):
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     state: Mapped[str] = mapped_column(String(16), default="empty")  # empty, mounted, busy
     volume: Mapped[str | None] = mapped_column(String(32), unique=True)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     # The tssd instance whose host the drive is attached to (tssd.cluster).
     instance: Mapped[str | None] = mapped_column(String(128))
 
@@ -206,8 +228,8 @@ class Instance(Base):
     host: Mapped[str] = mapped_column(String(255))
     pid: Mapped[int] = mapped_column(Integer)
     state: Mapped[str] = mapped_column(String(16), default="live")  # live, stopped, reaped
-    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class Mount(Base):
@@ -219,9 +241,9 @@ class Mount(Base):
     drive: Mapped[str] = mapped_column(String(64))
     volume: Mapped[str] = mapped_column(String(32), index=True)
     purpose: Mapped[str] = mapped_column(String(16))  # recall or migrate
-    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    ready_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    dismounted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    requested_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    ready_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    dismounted_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     files: Mapped[int] = mapped_column(Integer, default=0)
     bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     transfer_s: Mapped[float] = mapped_column(Float, default=0.0)
@@ -253,7 +275,7 @@ class SimObject(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     adler32: Mapped[str | None] = mapped_column(String(16))
     storage_class: Mapped[str | None] = mapped_column(String(255))
-    written_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    written_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     # Catalog imports have no bytes: recalls of them produce deterministic filler data.
     has_data: Mapped[bool] = mapped_column(Boolean, default=False)
 
@@ -294,6 +316,6 @@ class ScsiObject(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     adler32: Mapped[str] = mapped_column(String(16))
     storage_class: Mapped[str | None] = mapped_column(String(255))
-    written_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    written_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
     __table_args__ = (Index("uq_scsi_objects_volume_seq", "volume", "seq", unique=True),)

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tssd.db.engine import in_transaction
 from tssd.db.models import Drive, Mount, Tape, utcnow
+from tssd.domain import Kind
 
 #: Conditions restricting drive or mount rows (by their drive-name column) to this
 #: instance's drives (:meth:`tssd.cluster.claims.VolumeClaims.scope`).
@@ -68,7 +69,7 @@ class MountStore:
                 )
         return enabled
 
-    async def open_mount(self, drive: str, volume: str, purpose: str) -> int:
+    async def open_mount(self, drive: str, volume: str, purpose: Kind) -> int:
         """Record a mount requested now; return its id."""
         row = {"b_drive": drive, "b_volume": volume, "b_purpose": purpose, "b_at": utcnow()}
         return await in_transaction(self._engine, _open_mount, row)

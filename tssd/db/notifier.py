@@ -1,4 +1,5 @@
-"""In-process wake-ups: waiters on a request, the scheduler's work signal, listeners.
+"""In-process wake-ups: waiters on a request, listeners of finished requests (the
+scheduler's own wake-up is its work signal, :mod:`tssd.work`).
 
 Other tssd instances' finishes arrive through ``tssd.cluster.listen`` (NOTIFY tssd_done).
 """
@@ -23,17 +24,9 @@ class Notifier:
 
     def __init__(self, listeners: Iterable[Callable[[Sequence[int]], object]] = ()) -> None:
         self._waiters: dict[int, set[asyncio.Event]] = {}
-        self.work = asyncio.Event()
-        #: Kinds of requests submitted since the scheduler last looked.
-        self.kinds: set[str] = set()
         #: Called, in order, with the ids of requests that just finished (the scheduler's
         #: planner, simulation bookkeeping).
         self.listeners = tuple(listeners)
-
-    def take_kinds(self) -> set[str]:
-        """The kinds noted since the last call (the scheduler's pass takes them)."""
-        kinds, self.kinds = self.kinds, set()
-        return kinds
 
     def watch(self, request_id: int) -> asyncio.Event:
         event = asyncio.Event()

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tssd.db.admin import aware, iso, mount_json
+from tssd.db.admin import iso, mount_json
 from tssd.db.models import Mount, Request
 
 #: Most tapes listed per report (the worst first); the totals cover all of them.
@@ -86,7 +86,7 @@ class ReportStore:
             rows = (await session.scalars(select(Mount).where(window).order_by(Mount.id))).all()
             shares = (await session.execute(_queue_shares(since, until))).all()
             # The plot starts at the first mount: a quiet start of the window is no news.
-            start = max(since, aware(rows[0].requested_at) or since) if rows else since
+            start = max(since, rows[0].requested_at or since) if rows else since
             timeline = await _timeline(session, start, until, bins) if bins else None
         mounts = [mount_json(r) for r in rows]
         days = max((until - since).total_seconds() / 86400, 1 / 24)
@@ -155,10 +155,9 @@ async def _timeline(
     nbytes, files, mounts = [0] * bins, [0] * bins, [0] * bins
 
     def index(at: datetime | None) -> int | None:
-        stamp = aware(at)
-        if stamp is None or width <= 0:
+        if at is None or width <= 0:
             return None
-        i = int((stamp - since).total_seconds() // width)
+        i = int((at - since).total_seconds() // width)
         return i if 0 <= i < bins else None
 
     done = select(Request.finished_at, Request.size).where(

@@ -11,19 +11,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement, Connection, Select, func, not_, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from tssd.db import claims
 from tssd.db.engine import db_retry, in_transaction, reading
 from tssd.db.events import insert_events
 from tssd.db.models import Request, utcnow
+from tssd.db.polls import PollIndex
 from tssd.domain import Kind, State
-
-if TYPE_CHECKING:
-    from tssd.db.store import RequestStore
 
 #: A queued recall as the planner loads it: id, volume, position, size, priority, queue,
 #: created_at.
@@ -140,11 +138,31 @@ class Candidates:
                     yield tuple(row)  # type: ignore[misc]
 
 
+class ClaimingStore(Protocol):
+    """What a claim needs of the request store (``RequestStore`` has it): the store
+    depends on this module, not this module on the store."""
+
+    @property
+    def sessions(self) -> async_sessionmaker[AsyncSession]: ...
+
+    @property
+    def engine(self) -> AsyncEngine: ...
+
+    @property
+    def postgres(self) -> bool: ...
+
+    @property
+    def instance(self) -> str | None: ...
+
+    @property
+    def polls(self) -> PollIndex: ...
+
+
 class Scheduling(Candidates):
     """The scheduler's queries and claims. A claim moves the requests it selects from
     queued to active, owned by *drive*, and returns them (their rows, now active)."""
 
-    def __init__(self, store: RequestStore) -> None:
+    def __init__(self, store: ClaimingStore) -> None:
         super().__init__(store.sessions)
         self.store = store
 

@@ -53,9 +53,10 @@ from tssd.db.queues import QueueStore, _queue_rows
 from tssd.db.scheduling import Scheduling
 from tssd.db.statistics import Upkeep
 from tssd.db.submits import SqliteWriter, record, sqlite_file
-from tssd.domain import State
+from tssd.domain import Kind, State
 from tssd.errors import Conflict, NotFound
 from tssd.submit import SubmitSpec
+from tssd.work import WorkSignal
 
 log = structlog.get_logger()
 __all__ = ["CHUNK", "ListFilter", "RequestStore"]
@@ -87,6 +88,7 @@ class RequestStore(OperatorActions):
         *,
         postgres: bool,
         notifier: Notifier | None = None,
+        work: WorkSignal | None = None,
         poll_ttl_s: float = 600.0,
         instance: str | None = None,
         outcomes: Outcomes | None = None,
@@ -98,6 +100,8 @@ class RequestStore(OperatorActions):
         self.engine: AsyncEngine = sessions.kw["bind"]
         self.postgres = postgres
         self.notifier = notifier if notifier is not None else Notifier()
+        #: The scheduler's work signal, woken by new and requeued work.
+        self.work = work if work is not None else WorkSignal()
         #: Open recalls and migrations for tss-hsm's polls; kept current by every change here.
         self.polls = PollIndex(ttl_s=poll_ttl_s)
         self._reader: Engine | None = None
@@ -134,12 +138,11 @@ class RequestStore(OperatorActions):
             # One request is a client that will poll it; a batch (bulk API, ENDIT) is not
             # held in the poll index unless polled (see PollIndex.seen).
             self.polls.seen((row for _, row in results), add=len(specs) == 1)
-            fresh = {row.kind for created, row in results if created}
+            fresh = {Kind(row.kind) for created, row in results if created}
             if fresh:
                 created = sum(1 for new, _ in results if new)
                 self.statistics.changed(created, "requests", "request_events")
-                self.notifier.kinds |= fresh
-                self.notifier.work.set()
+                self.work.submitted(fresh)
             return results
         raise AssertionError("unreachable")
 
@@ -163,8 +166,7 @@ class RequestStore(OperatorActions):
                 continue
             self.polls.seen([found.row])
             if found.created:
-                self.notifier.kinds.add(spec.kind.value)
-                self.notifier.work.set()
+                self.work.submitted((spec.kind,))
             return found
         raise AssertionError("unreachable")
 
@@ -314,8 +316,7 @@ class RequestStore(OperatorActions):
             self.notifier.finished(moved)
         elif moved and to_state is State.QUEUED:
             # Requeued work of any kind: the next scheduling pass looks at everything.
-            self.notifier.kinds.add("any")
-            self.notifier.work.set()
+            self.work.requeued()
         return moved
 
     async def finish(

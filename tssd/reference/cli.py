@@ -62,7 +62,9 @@ def _program(title: str, parser: argparse.ArgumentParser, prog: str) -> str:
         f"\n## {title}\n\n{intro}\n"
         + (shared if options else "")
         + "".join(
-            _command(words, leaf, text, common) for words, leaf, text in _leaves(parser, (prog,))
+            # Alphabetical: the parser's own order is the order its modules were imported in.
+            _command(words, leaf, text, common)
+            for words, leaf, text in sorted(_leaves(parser, (prog,)), key=lambda leaf: leaf[0])
         )
     )
 

@@ -20,9 +20,8 @@ from tssd.config import SchedulerSettings
 from tssd.db.interface import CandidateReads, QueueSettings
 from tssd.db.models import utcnow
 from tssd.scheduler.balance import pre_read
+from tssd.scheduler.context import Context, QueuePolicy
 from tssd.scheduler.cost import (
-    Context,
-    QueuePolicy,
     Verdict,
     evaluate,
     handover_s,

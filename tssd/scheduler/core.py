@@ -25,11 +25,12 @@ import structlog
 from tssd.config import SchedulerSettings
 from tssd.db.models import utcnow
 from tssd.db.store import RequestStore
-from tssd.domain import Kind
+from tssd.domain import Kind, State
 from tssd.errors import TssdError
 from tssd.metrics import Metrics
 from tssd.scheduler.choose import Chooser, Plan
-from tssd.scheduler.cost import QueuePolicy, Verdict
+from tssd.scheduler.context import QueuePolicy
+from tssd.scheduler.cost import Verdict
 from tssd.scheduler.decisions import Decisions
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.intake import Intake
@@ -37,17 +38,16 @@ from tssd.scheduler.planner import Planner
 from tssd.scheduler.policy import Policy
 from tssd.scheduler.reservations import Reservations
 from tssd.scheduler.sessions import SessionRunner
+from tssd.work import Noted, WorkSignal
 
 log = structlog.get_logger()
-#: Notifier kinds that mean only "new requests arrived" (see Scheduler._batch_submissions).
-_SUBMITTED = frozenset({"recall", "migrate", "remove"})
 
 
 @dataclass(frozen=True)
 class Candidate:
     """A unit of drive work: the recalls of one tape, or a storage class's migrations."""
 
-    purpose: str  # recall or migrate
+    purpose: Kind  # RECALL or MIGRATE
     target: str  # volume (recall) or storage class (migrate)
     priority: int
     oldest: float  # sort key: smaller = older
@@ -59,7 +59,7 @@ class Candidate:
 
 
 def _recall(v: Verdict) -> Candidate:
-    return Candidate("recall", v.volume, v.priority, 0.0, v.queue, v.queues, v.service_s)
+    return Candidate(Kind.RECALL, v.volume, v.priority, 0.0, v.queue, v.queues, v.service_s)
 
 
 class Scheduler:
@@ -71,6 +71,7 @@ class Scheduler:
     session runs as a task of its own through the *runner*; the *reservations* make sure
     no volume or storage class is in two sessions, and drives change only through the
     *drives* manager. :meth:`stop` starts no more sessions and drains the running ones.
+    It owns the *work* signal: the store and the API wake it through its methods.
     """
 
     def __init__(
@@ -85,8 +86,10 @@ class Scheduler:
         *,
         chooser: Chooser,
         reservations: Reservations,
+        work: WorkSignal,
     ) -> None:
         self.policy = policy
+        self.work = work
         self.settings = settings
         self.store = store
         self.drives = drives
@@ -100,7 +103,7 @@ class Scheduler:
         self._pending_at = float("-inf")
         self._migrations_waiting = True
         #: Sessions started, per purpose (recall, migrate): ``tssd simulate`` reports them.
-        self.sessions_started: Counter[str] = Counter()
+        self.sessions_started: Counter[Kind] = Counter()
         #: Queues an operator paused: none of their recalls or migrations starts.
         self._paused: frozenset[str] = frozenset()
         #: Freed drives and the pass deciding them (the decision metric).
@@ -124,8 +127,7 @@ class Scheduler:
         """Others changed the queue (tssd.cluster): reload the index on the next pass."""
         if self.planner is not None:
             self.chooser.resync_soon()
-        self.store.notifier.kinds.add("any")
-        self.store.notifier.work.set()
+        self.work.requeued()
 
     async def start(self) -> None:
         await self.drives.load()
@@ -140,7 +142,7 @@ class Scheduler:
 
     async def run(self) -> None:
         """Schedule until :meth:`stop`; a failing pass is logged and retried."""
-        work = self.store.notifier.work
+        work = self.work
         full = True
         loop = asyncio.get_running_loop()
         started = float("-inf")
@@ -171,14 +173,15 @@ class Scheduler:
                 # The periodic pass looks at everything, whoever changed the database.
                 full = True
 
-    def _arm_migrations(self, kinds: set[str]) -> None:
+    def _arm_migrations(self, noted: Noted) -> None:
         """Have the next pass with a free drive ask for migration groups: after new or
         requeued work or a queue change, and on a periodic pass at most every
         ``resync_s`` (others' writes). Asked on every periodic pass, the query was on the
         decision path of nearly every freed drive (issue 22); an empty answer is only
         stale after one of those, and groups found keep it armed until served."""
         now = self.drives.clock.now()
-        if kinds & {"migrate", "queues", "any"} or now - self._armed_at >= self.settings.resync_s:
+        changed = Kind.MIGRATE in noted.submitted or noted.queues or noted.everything
+        if changed or now - self._armed_at >= self.settings.resync_s:
             self._migrations_waiting = True
             self._armed_at = now
 
@@ -190,8 +193,8 @@ class Scheduler:
         pending set. A freed drive, an operator's change or a full pass is never delayed.
         """
         wait = self.settings.submit_batch_s - (asyncio.get_running_loop().time() - last_start)
-        kinds = self.store.notifier.kinds
-        if full or wait <= 0 or self.decisions.freed or not kinds or not kinds <= _SUBMITTED:
+        only_new = self.work.peek().only_submissions
+        if full or wait <= 0 or self.decisions.freed or not only_new:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._drive_freed.wait(), timeout=wait)
@@ -199,7 +202,7 @@ class Scheduler:
     async def stop(self, grace_s: float) -> None:
         """Start no new session; let running ones finish for *grace_s*, then cancel."""
         self._stopping.set()
-        self.store.notifier.work.set()
+        self.work.nudge()
         if self._tasks:
             log.info("scheduler.draining", sessions=len(self._tasks), grace_s=grace_s)
             _, late = await asyncio.wait(self._tasks, timeout=grace_s)
@@ -212,29 +215,29 @@ class Scheduler:
 
     async def schedule_once(self, *, full: bool = True) -> None:
         """One pass. Not *full*: skip the kinds of work nobody submitted since the last."""
-        kinds = self.store.notifier.take_kinds()
-        full = full or "any" in kinds
-        if full or "queues" in kinds:
+        noted = self.work.take()
+        full = full or noted.everything
+        if full or noted.queues:
             self._paused = await self.store.queue_settings.paused()
             self.runner.pause(self._paused)
         self.decisions.mark("queues")
-        if full or "remove" in kinds:
+        if full or Kind.REMOVE in noted.submitted:
             await self.intake.removals()
         self.decisions.mark("removals")
-        if full or "migrate" in kinds or "queues" in kinds:
-            self._arm_migrations(kinds)
+        if full or Kind.MIGRATE in noted.submitted or noted.queues:
+            self._arm_migrations(noted)
             for request, copy in await self.intake.migrations_on_tape(self._paused):
                 claimed = await self.store.scheduling.claim_ids([request.id])
                 if claimed:
                     await self.runner.complete_migration(claimed[0], copy)
         self.decisions.mark("migrations")
-        await self._locate_all(fresh=full or Kind.RECALL.value in kinds)
+        await self._locate_all(fresh=full or Kind.RECALL in noted.submitted)
         self.decisions.mark("locate")
         if self._stopping.is_set():
             return
         if self.planner is not None:
             # An operator's `tssctl queues set` must hold or release work at once.
-            await self.chooser.refresh(full=full or "queues" in kinds)
+            await self.chooser.refresh(full=full or noted.queues)
             self.decisions.mark("refresh")
             if self._rank_now():
                 self.decisions.deciding()
@@ -326,7 +329,7 @@ class Scheduler:
             drive = self._pick_drive(candidate)
             if drive is None:
                 continue  # its tape is in a drive that is not free
-            if candidate.purpose == "recall":
+            if candidate.purpose is Kind.RECALL:
                 per_queue[candidate.queue] += 1
             self._start(drive, candidate)
         return [
@@ -352,7 +355,7 @@ class Scheduler:
                 nbytes >= self.settings.migrate_batch_bytes
                 or age >= self.settings.migrate_max_age_s
             ):
-                found.append(Candidate("migrate", sc, 0, -age))
+                found.append(Candidate(Kind.MIGRATE, sc, 0, -age))
         return found
 
     async def _recall_candidates(self) -> list[Candidate]:
@@ -367,7 +370,7 @@ class Scheduler:
             rows = await reads.recall_volumes(self._paused, held)
         use_priority = self.policy.use_priority
         by_volume = {
-            v: Candidate("recall", v, (p or 0) if use_priority else 0, float(first))
+            v: Candidate(Kind.RECALL, v, (p or 0) if use_priority else 0, float(first))
             for v, p, first in rows
             if v is not None and self.mountable(v)
         }
@@ -377,7 +380,7 @@ class Scheduler:
         free = self.drives.free()
         volume = (
             candidate.target
-            if candidate.purpose == "recall"
+            if candidate.purpose is Kind.RECALL
             else self.runner.filling.get(candidate.target)
         )
         holder = self.drives.holding(volume) if volume else None
@@ -391,13 +394,13 @@ class Scheduler:
     def _start(self, drive: DriveState, candidate: Candidate) -> None:
         self.drives.occupy(drive)
         self.sessions_started[candidate.purpose] += 1
-        if candidate.purpose == "recall":
+        if candidate.purpose is Kind.RECALL:
             self.reservations.hold_volume(candidate.target)
         else:
             self.reservations.hold_class(candidate.target)
         if drive.volume is not None:
             self.reservations.hold_volume(drive.volume)
-        if candidate.purpose == "recall":
+        if candidate.purpose is Kind.RECALL:
             # A session starting for urgent work must not look preemptible before its
             # first pass has set its priority.
             self.runner.tiers.set_tier(drive.name, candidate.priority)
@@ -438,7 +441,7 @@ class Scheduler:
             "session.start", drive=drive.name, purpose=candidate.purpose, target=candidate.target
         )
         try:
-            if candidate.purpose == "recall":
+            if candidate.purpose is Kind.RECALL:
                 await make_room(candidate.target)
                 await self.runner.recall(drive, candidate.target, candidate.queues)
             else:
@@ -451,7 +454,7 @@ class Scheduler:
         finally:
             self.chooser.ended(drive.name)
             self.runner.tiers.session_ended(drive.name)
-            if candidate.purpose == "recall":
+            if candidate.purpose is Kind.RECALL:
                 self.reservations.release_volume(candidate.target)
             else:
                 self.reservations.release_class(candidate.target)
@@ -460,7 +463,7 @@ class Scheduler:
             self.decisions.drive_freed()
             self._drive_freed.set()
             self.drives.update_gauge()
-            self.store.notifier.work.set()
+            self.work.nudge()
             log.info(
                 "session.end", drive=drive.name, purpose=candidate.purpose, target=candidate.target
             )
@@ -473,7 +476,7 @@ class Scheduler:
         self._pending_at = now
         pending: dict[tuple[str, str], int] = {}
         for kind, queue, state, n in await self.store.counts():
-            if state in ("queued", "active"):
+            if state in (State.QUEUED, State.ACTIVE):
                 pending[(kind, queue)] = pending.get((kind, queue), 0) + n
         for (kind, queue), n in pending.items():
             self.metrics.requests_pending.labels(kind, queue).set(n)

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from tssd.config import SchedulerSettings
+from tssd.scheduler.context import NO_POLICY, Context, QueuePolicy
 from tssd.scheduler.planner import TapeQueue
-from tssd.scheduler.rules import HOLD_RULES, Facts, FreeDrive
+from tssd.scheduler.rules import HOLD_RULES, Facts
 from tssd.tape.geometry import LTO9, Profile
 
 #: Used when the backend exposes no timing profile (real libraries): LTO-9 figures.
@@ -44,46 +44,6 @@ def timing_of(backend: object) -> Profile | None:
 def profile_of(backend: object) -> Profile:
     """The backend's nominal media model when it has one, else LTO-9 figures."""
     return timing_of(backend) or DEFAULT_PROFILE
-
-
-@dataclass(frozen=True)
-class QueuePolicy:
-    """A row of the ``queues`` table as the scheduler applies it."""
-
-    priority: int = 0
-    max_drives: int | None = None
-    paused: bool = False
-    #: Seconds within which the queue's requests should be done (None: no target).
-    latency_target_s: float | None = None
-
-
-@dataclass(frozen=True)
-class Context:
-    """What one scheduling pass knows besides the tape itself."""
-
-    now: float
-    settings: SchedulerSettings
-    profile: Profile
-    queues: Mapping[str, QueuePolicy]
-    #: Volumes sitting in a free drive (no mount needed).
-    mounted: frozenset[str]
-    #: Sessions running per queue.
-    queue_drives: Mapping[str, int]
-    #: Mounts of a volume in the last 24 h.
-    mounts_today: Callable[[str], int]
-    #: Last pass's planned start of each eligible tape (latency targets: would it miss?).
-    starts: Mapping[str, float] = field(default_factory=dict)
-    #: Latency target per queue that has one (``latency_target_s``).
-    targets: Mapping[str, float] = field(default_factory=dict)
-    #: Tapes found late for a target by the last pass: they stay urgent until served.
-    late: frozenset[str] = frozenset()
-    #: Whether a volume may be given a drive now (``Scheduler.mountable``).
-    mountable: Callable[[str], bool] = field(default=lambda _: True)
-    #: The drives free this pass (what the hold rules may ask of a drive).
-    free: tuple[FreeDrive, ...] = ()
-    #: When the next running session is planned to end (``inf``: none running): a tape
-    #: of target-bearing requests waits for company while that drive still reaches them.
-    next_free: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -110,7 +70,6 @@ class Verdict:
     reach_s: float = 0.0
 
 
-NO_POLICY = QueuePolicy()
 #: The hold rules' tests in the order tried (rules.py), looked up once.
 _HOLD_TESTS = tuple((r.name, r.test) for r in HOLD_RULES if r.test is not None)
 

@@ -18,6 +18,7 @@ from tssd.clock import Clock
 from tssd.cluster.claims import LocalClaims, VolumeClaims
 from tssd.db.interface import MountBook
 from tssd.db.models import utcnow
+from tssd.domain import Kind
 from tssd.errors import BackendError, TssdError
 from tssd.health import Health, record_failure, record_success
 from tssd.metrics import Metrics
@@ -41,7 +42,7 @@ class DriveState:
     bytes: int = 0
     transfer_s: float = 0.0
     last_error: str | None = None
-    purposes: set[str] = field(default_factory=set)
+    purposes: set[Kind] = field(default_factory=set)
     record: MountRecord | None = None
     #: Byte offset of the head after the last read (0 after a load), for RAO.
     head_offset: int = 0
@@ -194,7 +195,7 @@ class DriveManager:
         for state, n in counts.items():
             self.metrics.drives.labels(state=state).set(n)
 
-    async def ensure_mounted(self, drive: DriveState, volume: str, purpose: str) -> None:
+    async def ensure_mounted(self, drive: DriveState, volume: str, purpose: Kind) -> None:
         """Make *volume* the tape in *drive*, dismounting what it holds."""
         if drive.volume == volume:
             drive.purposes.add(purpose)

@@ -18,13 +18,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tssd.domain import RequestView
+from tssd.domain import RequestView, State
 from tssd.scheduler.rules import RULES, Held
 
 if TYPE_CHECKING:
     from tssd.scheduler.core import Scheduler
 
-FINISHED = ("done", "failed", "cancelled", "abandoned")
+FINISHED = (State.DONE, State.FAILED, State.CANCELLED, State.ABANDONED)
 
 
 class Timed(Protocol):
@@ -64,9 +64,9 @@ def against_target(
     """``target_s``, ``deadline``, ``slack_s``, ``on_target`` of *row* (see above)."""
     if target_s is None:
         return {"target_s": None, "deadline": None, "slack_s": None, "on_target": None}
-    deadline = _aware(row.created_at) + timedelta(seconds=target_s)
+    deadline = row.created_at + timedelta(seconds=target_s)
     if row.state in FINISHED and row.finished_at is not None:
-        done: datetime | None = _aware(row.finished_at)
+        done: datetime | None = row.finished_at
     else:
         done = None if eta_s is None else now + timedelta(seconds=eta_s)
     slack = None if done is None else (deadline - done).total_seconds()
@@ -76,11 +76,6 @@ def against_target(
         "slack_s": None if slack is None else round(slack, 1),
         "on_target": None if slack is None else slack >= 0,
     }
-
-
-def _aware(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; tssd stores UTC.
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def eta_fields(scheduler: Scheduler, row: RequestView) -> dict[str, Any]:
@@ -96,7 +91,7 @@ def _why(scheduler: Scheduler, row: RequestView) -> tuple[str, str, float | None
         return "done", f"request is {row.state}", None
     chooser = scheduler.chooser
     now = scheduler.drives.clock.now()
-    if row.state == "active":
+    if row.state is State.ACTIVE:
         running = chooser.running.get(row.drive or "")
         left = max(0.0, running.until - now) if running else None
         return "active", f"being served on drive {row.drive}", left

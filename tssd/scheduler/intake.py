@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from urllib.parse import parse_qs, urlsplit
 
 import structlog
@@ -233,6 +233,4 @@ def names_a_file(uri: str | None, bfid: str) -> bool:
 def _age(now: datetime, then: datetime | None) -> float:
     if then is None:
         return 0.0
-    if then.tzinfo is None:
-        then = then.replace(tzinfo=UTC)
     return max(0.0, (now - then).total_seconds())

@@ -6,10 +6,10 @@ and the pending recalls that fill the planner.
 from __future__ import annotations
 
 from collections import deque
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from tssd.db.interface import CandidateReads, MountBook, QueueSettings
-from tssd.scheduler.cost import QueuePolicy
+from tssd.scheduler.context import QueuePolicy
 from tssd.scheduler.planner import Entry
 
 DAY_S = 86400.0
@@ -34,7 +34,7 @@ async def load_pending(reads: CandidateReads, now: float, wall: datetime) -> lis
     """Every queued, located recall, as planner entries (arrival from ``created_at``)."""
     entries = []
     async for rid, volume, position, size, priority, queue, created in reads.pending_recalls():
-        age = (wall - _aware(created)).total_seconds() if created is not None else 0.0
+        age = (wall - created).total_seconds() if created is not None else 0.0
         entries.append(
             Entry(rid, volume or "", position or 0, size or DEFAULT_SIZE, priority or 0,
                   queue or "default", now - max(0.0, age))
@@ -72,8 +72,4 @@ class MountLedger:
     async def load(self, mounts: MountBook, now: float, wall: datetime) -> None:
         """Mounts of the last day recorded by earlier runs."""
         for volume, at in await mounts.requested_since(wall - timedelta(seconds=DAY_S)):
-            self.record(volume, now - (wall - _aware(at)).total_seconds())
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+            self.record(volume, now - (wall - at).total_seconds())

@@ -36,7 +36,8 @@ import math
 from collections.abc import Callable, Iterator, Set
 from dataclasses import dataclass
 
-from tssd.scheduler.cost import NO_POLICY, Context, Verdict, evaluate, service_s, urgent_since
+from tssd.scheduler.context import NO_POLICY, Context
+from tssd.scheduler.cost import Verdict, evaluate, service_s, urgent_since
 from tssd.scheduler.planner import Planner, TapeQueue
 
 #: A moment is taken as reached this much early: re-scoring a tape early costs nothing,

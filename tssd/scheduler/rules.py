@@ -25,26 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:
-    from tssd.config import SchedulerSettings
-    from tssd.scheduler.cost import Context
-    from tssd.scheduler.planner import TapeQueue
-    from tssd.scheduler.queues import MountLedger
-
-
-class FreeDrive(Protocol):
-    """A free drive as the hold rules see it (``DriveState``)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def volume(self) -> str | None: ...
-
-    @property
-    def cleaning_due(self) -> bool: ...
+from tssd.config import SchedulerSettings
+from tssd.scheduler.context import Context
+from tssd.scheduler.planner import TapeQueue
+from tssd.scheduler.queues import MountLedger
 
 
 @dataclass(slots=True)  # not frozen: built for every tape of every pass, kept cheap

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
-from datetime import UTC
 from typing import Any
 
 import structlog
@@ -28,7 +27,7 @@ from tssd.backpressure import Backpressure
 from tssd.clock import Offload, inline
 from tssd.db.models import Request, utcnow
 from tssd.db.store import RequestStore
-from tssd.domain import State
+from tssd.domain import Kind, State
 from tssd.errors import ChecksumMismatch, TransientBackendError, TssdError
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
@@ -129,7 +128,7 @@ class SessionRunner(WritableBatches):
         ``interrupt_after_s``. A session that came for higher-priority requests reads
         only those when another tape's would be late.
         """
-        await self.drives.ensure_mounted(drive, volume, "recall")
+        await self.drives.ensure_mounted(drive, volume, Kind.RECALL)
         await self._learn_layout(volume)
         if self.policy.files_per_session is not None:
             await self._pass(drive, volume, queues, None)
@@ -352,7 +351,7 @@ class SessionRunner(WritableBatches):
         if await self.store.finish(
             request.id, State.DONE, "recalled", result_adler32=result.adler32, size=result.nbytes
         ):
-            self._observe(request, "done")
+            self._observe(request, State.DONE)
             log.info("request.done", kind="recall", bytes=result.nbytes, **fields)
         else:
             # Cancelled while on tape: take back the file nobody waits for any more.
@@ -380,7 +379,7 @@ class SessionRunner(WritableBatches):
         if await self.store.finish(
             request.id, State.FAILED, type(exc).__name__, error=str(exc), error_code=code
         ):
-            self._observe(request, "failed")
+            self._observe(request, State.FAILED)
             log.warning(
                 "request.failed", kind=request.kind, error=str(exc), error_code=code, **fields
             )
@@ -394,14 +393,11 @@ class SessionRunner(WritableBatches):
         )  # fmt: skip
         self._given_back(moved)
 
-    def _observe(self, request: Request, outcome: str) -> None:
+    def _observe(self, request: Request, outcome: State) -> None:
         # tssd_requests_total is counted by the store, which sees every way a request ends.
-        created = request.created_at
-        if created.tzinfo is None:  # SQLite hands back naive datetimes
-            created = created.replace(tzinfo=UTC)
-        latency = (utcnow() - created).total_seconds()
+        latency = (utcnow() - request.created_at).total_seconds()
         self.metrics.request_duration.labels(request.kind, request.queue).observe(latency)
-        if outcome == "done":
+        if outcome is State.DONE:
             self.drives.activity.finished(request.queue, latency, self.drives.clock.now())
 
 

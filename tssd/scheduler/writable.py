@@ -19,7 +19,7 @@ import structlog
 from tssd.backends.base import Source, TapeBackend, TapeCopy, WriteItem, WriteResult
 from tssd.db.models import Request
 from tssd.db.store import RequestStore
-from tssd.domain import State
+from tssd.domain import Kind, State
 from tssd.errors import BackendError, DataError, TooLargeForTape, TransientBackendError, TssdError
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
@@ -44,7 +44,7 @@ class WritableBatches:
     paused: frozenset[str]
     chunk: int
 
-    def _observe(self, request: Request, outcome: str) -> None:
+    def _observe(self, request: Request, outcome: State) -> None:
         raise NotImplementedError  # SessionRunner's
 
     async def _fail(self, request: Request, exc: BaseException, **fields: Any) -> None:
@@ -76,7 +76,7 @@ class WritableBatches:
             self.filling[storage_class] = volume
             await self._take_volume(drive, volume)
             await make_room(volume)
-            await self.drives.ensure_mounted(drive, volume, "migrate")
+            await self.drives.ensure_mounted(drive, volume, Kind.MIGRATE)
             items = [
                 WriteItem(
                     pnfsid=r.pnfsid or "",
@@ -148,7 +148,7 @@ class WritableBatches:
             position=copy.position,
             result_adler32=copy.adler32,
         ):
-            self._observe(request, "done")
+            self._observe(request, State.DONE)
             log.info(
                 "request.done",
                 kind="migrate",

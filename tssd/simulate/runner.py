@@ -169,7 +169,7 @@ async def _drive(
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     outcome.mounts = list(services.drives.history)
-    outcome.sessions = services.scheduler.sessions_started["recall"]
+    outcome.sessions = services.scheduler.sessions_started[Kind.RECALL]
     outcome.requests = await _recalls(services)
     return outcome
 

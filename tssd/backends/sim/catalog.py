@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from tssd.backends.base import CopyPlacement, TapeCopy
-from tssd.backends.records import ObjectCatalog, as_utc, to_copy
+from tssd.backends.records import ObjectCatalog, to_copy
 from tssd.config.storage_classes import StorageClassSettings, claim_guard
 from tssd.db.engine import Sessions
 from tssd.db.models import SimObject, SimTape
@@ -63,7 +63,7 @@ class Catalog(ObjectCatalog):
         with self._guard():
             rows = await self._tables.placements()
         return [
-            CopyPlacement(pnfsid, volume, seq, size, as_utc(written_at))
+            CopyPlacement(pnfsid, volume, seq, size, written_at)
             for pnfsid, volume, seq, size, written_at in rows
         ]
 

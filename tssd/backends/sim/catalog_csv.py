@@ -81,8 +81,7 @@ def bfid_for(pnfsid: str, volume: str, seq: int) -> str:
 
 
 def format_time(value: datetime) -> str:
-    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).isoformat()
+    return value.astimezone(UTC).isoformat()
 
 
 # -- parsing ---------------------------------------------------------------------------

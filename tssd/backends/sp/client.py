@@ -2,8 +2,9 @@
 
 Everything here blocks and runs on a session's own thread (:mod:`.worker`); a failing
 call raises :class:`~.rc.SpCallFailed` with the library's text for its return code, which
-the backend translates (:mod:`.rc`). The call sequences are IBM's (reference.md section
-3, and GSI-HPC/ltsm ``src/lib/ltsmapi.c`` for a public caller).
+the backend translates (:mod:`.rc`). The call sequences are IBM's (its book "Using the
+Application Programming Interface", and GSI-HPC/ltsm ``src/lib/ltsmapi.c`` for a public
+caller).
 """
 
 from __future__ import annotations
