@@ -41,6 +41,8 @@ from tssd.scheduler.sessions import SessionRunner
 from tssd.work import Noted, WorkSignal
 
 log = structlog.get_logger()
+#: Loop seconds a pass spends locating before it chooses (:meth:`Scheduler._locate_all`).
+LOCATE_PASS_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,8 @@ class Scheduler:
         #: Loop time of the last ranking of every tape and what it took (_rank_now).
         self._ranked_at = float("-inf")
         self._rank_took = 0.0
+        #: Bound of the locate step of one pass (LOCATE_PASS_S; tests lower it).
+        self.locate_pass_s = LOCATE_PASS_S
 
     def mountable(self, volume: str) -> bool:
         """Whether *volume* may be given a drive now (extend: health, cluster claims)."""
@@ -258,11 +262,22 @@ class Scheduler:
     async def _locate_all(self, *, fresh: bool) -> None:
         """Locate everything queued before choosing: a tape started on a partial view of
         its queue reads sparsely and leaves files behind the head for another mount.
-        *fresh*: recalls were submitted or requeued since the last pass."""
+        *fresh*: recalls were submitted or requeued since the last pass.
+
+        For at most ``locate_pass_s`` of loop time: while recalls arrive faster than they
+        are located (a bulk intake, each locate a few round trips to a busy PostgreSQL),
+        "everything" never came, and no drive was given work until the intake stopped.
+        The next pass, at once, locates on; a session claims what is located meanwhile.
+        Under ``tssd simulate`` the loop's clock stands still here: every pass locates all.
+        """
         if fresh:
             self.intake.expect_recalls()
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self.locate_pass_s
         while await self.intake.locate_recalls(self.reservations.volumes) >= self.intake.batch:
-            pass
+            if loop.time() >= until:
+                self.work.nudge()
+                return
 
     async def _candidates(self) -> list[Candidate]:
         found = await self._recall_candidates() + await self._migration_candidates()
