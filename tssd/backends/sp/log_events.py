@@ -1,10 +1,4 @@
-"""The log events of the IBM Spectrum Protect backend.
-
-Declared once here; docs/reference/log-events.md is generated from the declarations
-(``python -m tssd.reference docs/reference``) and tests/unit/test_reference_docs.py fails
-when an event the code logs (a ``log.<level>("name", ...)`` call) is declared nowhere.
-Links in ``action`` point at sections of docs/operations.md.
-"""
+"""The log events of the IBM Spectrum Protect backend: declarations of :class:`tssd.log_events.LogEvent`."""
 
 from __future__ import annotations
 
