@@ -1,4 +1,4 @@
-"""The log events of the simulated library: declarations of :class:`tssd.log_events.LogEvent`."""
+"""The log events of the simulated library (declared as tssd/log_events.py says)."""
 
 from __future__ import annotations
 
