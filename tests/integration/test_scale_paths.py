@@ -8,13 +8,14 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import event, insert
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tssd.app import build_services
 from tssd.backends.sim.catalog_csv import import_csv
 from tssd.config import ApiSettings, DatabaseSettings, SchedulerSettings, Settings, SimSettings
-from tssd.db.counts import Counts
+from tssd.db.counts import Counts, Group
 from tssd.db.models import Request, utcnow
 from tssd.db.polls import PollIndex
 from tssd.db.retention import purge
@@ -58,6 +59,36 @@ async def test_counts_are_exact_when_small_and_bounded_in_cost_when_large(
         assert (await tally.get())[0].count == 16 and tally._running is running
         await running
         assert (await tally.get())[0].count == 17
+        await tally.close()
+
+
+async def test_the_first_count_is_shared_by_the_callers_that_arrive_together(
+    tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # At start-up the status, the gauges and admission ask before any figure exists; on a
+    # table of 10 M finished requests each count is a scan of seconds (seen: six at once).
+    settings = Settings(home=str(tmp_path / "home"), database=DatabaseSettings(url=db_url),
+                        sim=SimSettings(drives=0, tapes=0))  # fmt: skip
+    async with build_services(settings) as services:
+        sessions = services.store.sessions
+        await _add(sessions, 0, 12)
+        tally = Counts(sessions, exact_below=10)
+        counted = 0
+        count = tally._count
+
+        async def counting() -> list[Group]:
+            nonlocal counted
+            counted += 1
+            return await count()
+
+        monkeypatch.setattr(tally, "_count", counting)
+        answers = await asyncio.gather(*(tally.get() for _ in range(6)))
+        assert counted == 1
+        assert all([(g.state, g.count) for g in a] == [("queued", 12)] for a in answers)
+        small = Counts(sessions, exact_below=100)  # small: every caller still counts now
+        monkeypatch.setattr(small, "_count", counting)
+        await asyncio.gather(*(small.get() for _ in range(3)))
+        assert counted == 1 + 1 + 3
         await tally.close()
 
 

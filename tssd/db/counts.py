@@ -71,13 +71,24 @@ class Counts:
 
     async def get(self) -> list[Group]:
         """Current figures: counted now when the table is small, else the last count."""
-        fresh = time.monotonic() - self.counted_at < self.max_age_s
-        if self.counted_at == float("-inf") or self.total < self.exact_below:
+        if self.counted_at == float("-inf"):
+            # The first count is shared: at start-up the status, the gauges and admission
+            # all ask before any figure exists, and on a large table each would scan it.
+            await asyncio.shield(self._start())
+            if self.total >= self.exact_below:
+                return self.groups
+        if self.total < self.exact_below:
             return await self._count()
-        if not fresh and self._running is None:
+        if time.monotonic() - self.counted_at >= self.max_age_s:
+            self._start()
+        return self.groups
+
+    def _start(self) -> asyncio.Task[list[Group]]:
+        """The count under way, or a new one in the background."""
+        if self._running is None:
             self._running = asyncio.create_task(self._count(), name="request-counts")
             self._running.add_done_callback(self._done)
-        return self.groups
+        return self._running
 
     def age_s(self) -> float:
         return max(0.0, time.monotonic() - self.counted_at)
