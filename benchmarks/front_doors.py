@@ -310,11 +310,14 @@ def at_depth(d: Daemon, files: Files, report: dict[str, Any]) -> None:
     report["rss_mb_at_depth"] = round(d.rss_mb())
 
 
-def fresh_database(d: Daemon, plain: str, history: int) -> float:
+def fresh_database(d: Daemon, plain: str, history: int, copied: bool = False) -> float:
     """``tssd db upgrade`` of the empty database, then the history: seconds it took."""
     d.home.mkdir(parents=True, exist_ok=True)
     subprocess.run([str(BIN / "tssd"), "db", "upgrade"], env=d.env, check=True,
                    stdout=subprocess.DEVNULL)  # fmt: skip
+    if copied:
+        progress(f"history of {history} copied from --history-from")
+        return 0.0
     begin = time.monotonic()
     if plain:
         asyncio.run(load_history_pg(plain, history))
@@ -335,17 +338,24 @@ def sim_env(args: argparse.Namespace) -> dict[str, str]:
     }
 
 
+def new_database(args: argparse.Namespace, admin: str, root: Path) -> tuple[str, str, str]:
+    """The database's name, its plain URL (PostgreSQL; "" for SQLite) and tssd's URL."""
+    name = f"tssd_fd_{secrets.token_hex(4)}"
+    if args.db == "sqlite":
+        return name, "", f"sqlite+aiosqlite:///{root / 'home' / 'tssd.db'}"
+    # A history already loaded (the same --history) is copied, not loaded again:
+    # generating 10 M rows takes longer than the run it stands under.
+    template = f' TEMPLATE "{args.history_from}"' if args.history_from else ""
+    asyncio.run(pg_execute(admin, f'CREATE DATABASE "{name}"{template}'))
+    progress(f"database {name}")
+    plain = f"{admin.rsplit('/', 1)[0]}/{name}"
+    return name, plain, plain.replace("postgresql://", "postgresql+asyncpg://", 1)
+
+
 def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     postgres = args.db != "sqlite"
     admin = PG_ADMIN if args.db == "postgres" else args.db
-    name = f"tssd_fd_{secrets.token_hex(4)}"
-    if postgres:
-        asyncio.run(pg_execute(admin, f'CREATE DATABASE "{name}"'))
-        plain = f"{admin.rsplit('/', 1)[0]}/{name}"
-        url = plain.replace("postgresql://", "postgresql+asyncpg://", 1)
-        progress(f"database {name}")
-    else:
-        plain, url = "", f"sqlite+aiosqlite:///{root / 'home' / 'tssd.db'}"
+    name, plain, url = new_database(args, admin, root)
     dest = root / "dest"
     dest.mkdir()
     d = Daemon(root, url, sim_env(args))
@@ -355,7 +365,8 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
                               "running": args.running}  # fmt: skip
     cpu = ServerCpu(plain or None, name)
     try:
-        report["history_load_s"] = fresh_database(d, plain, args.history)
+        copied = bool(postgres and args.history_from)
+        report["history_load_s"] = fresh_database(d, plain, args.history, copied)
         d.start()
         if not args.running:
             d.tssctl("queues", "set", "default", "--pause")
@@ -473,6 +484,10 @@ def main() -> None:
     parser.add_argument("--start-cluster", type=Path, metavar="DIR")
     parser.add_argument("--stop-cluster", type=Path, metavar="DIR")
     parser.add_argument("--port", type=int, default=5439)
+    parser.add_argument("--history-from", metavar="DATABASE",
+                        help="PostgreSQL: copy a database holding only the --history rows "
+                             "(tssd db upgrade and the history, as a --keep run's start left "
+                             "it) instead of loading them")  # fmt: skip
     parser.add_argument("--views-of", metavar="DATABASE",
                         help="PostgreSQL: only the at-depth figures, on a copy of DATABASE "
                              "that a --keep run left")  # fmt: skip
