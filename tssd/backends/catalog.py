@@ -7,9 +7,10 @@ and returns only these records; a backend is given a :class:`CatalogGateway` and
 sees a session, an engine or an ORM row. This module sits in the base layer so that both
 ``tssd.db`` (below the backends) and the backends can import it.
 
-A database failure reaches a backend as :class:`CatalogUnavailable`, which it reports in
-its own terms (a transient backend error, as a real library reports a server it cannot
-reach).
+A database failure of a query a backend serves its callers with reaches it as
+:class:`CatalogUnavailable`, which it reports in its own terms (a transient backend error,
+as a real library reports a server it cannot reach). The catalog CSV's import and export
+let the database's error through, so that the API answers it as for any request.
 """
 
 from __future__ import annotations

@@ -151,8 +151,9 @@ class SimCatalogTables(ObjectTable):
             return sim_object(obj)
 
     # -- catalog CSV -------------------------------------------------------------------
+    # Not translated: a database error here reaches the API as it is, which answers a
+    # restarting database with 503 (retry) as for any request, not with a backend error.
 
-    @translated
     async def import_objects(
         self, volumes: list[str], *, replace: bool, plan: ImportPlan, chunk: int = 500
     ) -> None:
@@ -182,7 +183,6 @@ class SimCatalogTables(ObjectTable):
         # install's are of empty tables) would plan every later read (tssd.db.statistics).
         await analyse(self._engine, ("sim_objects", "sim_tapes"))
 
-    @translated
     async def export_rows(self) -> list[tuple[str, str, int, int, str | None, datetime]]:
         """(pnfsid, volume, seq, size, storage_class, written_at) of every copy, by
         volume and sequence."""
@@ -200,7 +200,6 @@ class SimCatalogTables(ObjectTable):
             )
             return [(p, v, seq, size, sc, at) for p, v, seq, size, sc, at in result.all()]
 
-    @translated
     async def count_objects(self) -> int:
         async with self.sessions() as session:
             return int(await session.scalar(select(func.count()).select_from(SimObject)) or 0)
