@@ -28,6 +28,7 @@ from tssd.clock import Clock, Offload, RealClock, in_thread
 from tssd.cluster.node import cluster_node, store_instance, volume_claims
 from tssd.config import Settings
 from tssd.db.admin import AdminStore
+from tssd.db.catalogs import SqlCatalogs
 from tssd.db.engine import (
     Database,
     create_engine,
@@ -108,7 +109,9 @@ async def _compose(
     clock = wiring.clock
     sessions = session_factory(engine)
     metrics = Metrics()
-    backend = await stack.enter_async_context(create_backend(settings, sessions, clock))
+    backend = await stack.enter_async_context(
+        create_backend(settings, SqlCatalogs(sessions), clock)
+    )
     b = settings.backend
     policy = RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s, max(1, b.max_same_failures))
     retrier = Retrier(policy, metrics, clock)

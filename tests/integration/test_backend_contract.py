@@ -28,6 +28,8 @@ from tssd.clock import RealClock
 from tssd.config import ScsiSettings, SimSettings, SpSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base
+from tssd.db.scsi_catalog import ScsiCatalogTables
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.errors import (
     ChecksumMismatch,
     NoSpace,
@@ -52,7 +54,11 @@ async def sim_backend(tmp: Path) -> AsyncIterator[TapeBackend]:
             await conn.run_sync(Base.metadata.create_all)
         settings = SimSettings(drives=3, tapes=4, tape_capacity=64 * MiB)
         library = SimLibrary(
-            settings, session_factory(engine), RealClock(), tmp / "sim", time_scale=0.0
+            settings,
+            SimCatalogTables(session_factory(engine)),
+            RealClock(),
+            tmp / "sim",
+            time_scale=0.0,
         )
         async with library:
             yield library
@@ -77,7 +83,9 @@ async def scsi_backend(tmp: Path) -> AsyncIterator[TapeBackend]:
             ),
             tmp / "vtl",
         )
-        async with ScsiLibrary(settings, session_factory(engine), RealClock()) as library:
+        async with ScsiLibrary(
+            settings, ScsiCatalogTables(session_factory(engine)), RealClock()
+        ) as library:
             yield library
     finally:
         await engine.dispose()
@@ -153,7 +161,9 @@ async def scsi_vm_backend(tmp: Path) -> AsyncIterator[TapeBackend]:
             tape_capacity=int(vm["tape_mb"]) * MiB,
             volumes="^TSS",
         )
-        async with ScsiLibrary(settings, session_factory(engine), RealClock()) as library:
+        async with ScsiLibrary(
+            settings, ScsiCatalogTables(session_factory(engine)), RealClock()
+        ) as library:
             yield library
     finally:
         await engine.dispose()

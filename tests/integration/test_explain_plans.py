@@ -185,7 +185,7 @@ async def _import_small_catalog(services: Services) -> None:
         f"{_pnfsid(i)},V{i % TAPES:05d},{i},1000,atlas:tape,2020-01-01T00:00:00+00:00\n"
         for i in range(ROWS + 1, ROWS + 60)
     )
-    await import_csv(services.store.sessions, io.StringIO(catalog), replace=True)
+    await import_csv(SimCatalogTables(services.store.sessions), io.StringIO(catalog), replace=True)
 
 
 def _report(bad: dict[str, list[str]]) -> str:

@@ -19,6 +19,7 @@ from tssd.db.counts import Counts, Group
 from tssd.db.models import Request, utcnow
 from tssd.db.polls import PollIndex
 from tssd.db.retention import purge
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.db.store import ListFilter
 from tssd.domain import Kind
 from tssd.submit import parse_submit
@@ -107,7 +108,9 @@ async def test_a_freed_drive_is_timed_to_the_next_decision(tmp_path: Path, db_ur
         scheduler=SchedulerSettings(tick_s=0.2, keep_mounted_s=0.0, fill_wait_s=0.0),
     )
     async with build_services(settings) as services:
-        await import_csv(services.store.sessions, io.StringIO(CATALOG), replace=True)
+        await import_csv(
+            SimCatalogTables(services.store.sessions), io.StringIO(CATALOG), replace=True
+        )
         await services.scheduler.start()
         specs = [parse_submit({"kind": "recall", "pnfsid": f"00AA{i:04d}",
                                "path": str(tmp_path / f"f{i}")}) for i in range(6)]  # fmt: skip

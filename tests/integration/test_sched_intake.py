@@ -13,6 +13,7 @@ from tssd.app import build_services
 from tssd.backends.base import TapeBackend, TapeCopy
 from tssd.backends.sim.catalog_csv import import_csv
 from tssd.config import ApiSettings, DatabaseSettings, SchedulerSettings, Settings, SimSettings
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.domain import Kind
 from tssd.submit import parse_submit
 
@@ -55,7 +56,9 @@ async def test_drives_claim_while_bulks_of_recalls_stream_in(tmp_path: Path, db_
     )
     async with build_services(settings) as services:
         store, scheduler = services.store, services.scheduler
-        await import_csv(store.sessions, io.StringIO(_catalog(BULK * BULKS)), replace=True)
+        await import_csv(
+            SimCatalogTables(store.sessions), io.StringIO(_catalog(BULK * BULKS)), replace=True
+        )
         await scheduler.start()
         intake = scheduler.intake
         intake.backend = SlowLocate(intake.backend)  # type: ignore[assignment]

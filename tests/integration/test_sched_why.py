@@ -13,6 +13,7 @@ from tssd.app import build_services
 from tssd.backends.sim.catalog_csv import import_csv
 from tssd.config import DatabaseSettings, SchedulerSettings, Settings, SimSettings
 from tssd.db.models import QueueRow
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.submit import parse_submit
 
 CATALOG = (
@@ -31,7 +32,7 @@ async def test_why_names_the_rule_and_an_eta(tmp_path: Path, db_url: str) -> Non
     )
     async with build_services(settings) as services:
         sessions: async_sessionmaker[AsyncSession] = services.store.sessions
-        await import_csv(sessions, io.StringIO(CATALOG), replace=True)
+        await import_csv(SimCatalogTables(sessions), io.StringIO(CATALOG), replace=True)
         await services.scheduler.start()
         spec = parse_submit({"kind": "recall", "pnfsid": "00AA0001", "path": "/tmp/x"})
         [(_, row)] = await services.store.submit([spec])

@@ -15,6 +15,7 @@ from tssd.app import build_services
 from tssd.backends.sim.catalog_csv import import_csv
 from tssd.config import DatabaseSettings, SchedulerSettings, Settings, SimSettings
 from tssd.config.queues import load_queues
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.submit import parse_submit
 
 CATALOG = (
@@ -32,7 +33,9 @@ async def test_why_gives_the_eta_against_the_queue_target(tmp_path: Path, db_url
         queues=load_queues([{"name": "atlas", "latency_target_s": "1h", "priority": 2}]),
     )
     async with build_services(settings) as services:
-        await import_csv(services.store.sessions, io.StringIO(CATALOG), replace=True)
+        await import_csv(
+            SimCatalogTables(services.store.sessions), io.StringIO(CATALOG), replace=True
+        )
         await services.scheduler.start()
         spec = parse_submit(
             {"kind": "recall", "pnfsid": "00AA0001", "path": "/tmp/x", "queue": "atlas"}

@@ -26,6 +26,7 @@ from tssd.clock import RealClock
 from tssd.config import ScsiSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base
+from tssd.db.scsi_catalog import ScsiCatalogTables
 from tssd.errors import ConfigError, PermanentBackendError, TransientBackendError
 from tssd.files import FileSink, FileSource
 from tssd.metrics import Metrics
@@ -64,7 +65,9 @@ def open_library(engine: AsyncEngine, vtl: Path) -> Factory:
             emulation_capacity=256 * KiB,
         )
         settings = dataclasses.replace(emulated_settings(base, vtl), **overrides)
-        async with ScsiLibrary(settings, session_factory(engine), RealClock()) as library:
+        async with ScsiLibrary(
+            settings, ScsiCatalogTables(session_factory(engine)), RealClock()
+        ) as library:
             yield library
 
     return factory

@@ -19,6 +19,7 @@ from tssd.clock import RealClock
 from tssd.config import ScsiSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base
+from tssd.db.scsi_catalog import ScsiCatalogTables
 from tssd.files import FileSink, FileSource
 
 KiB = 1024
@@ -44,7 +45,9 @@ async def library(tmp_path: Path) -> AsyncIterator[ScsiLibrary]:
             ),
             tmp_path / "vtl",
         )
-        async with ScsiLibrary(settings, session_factory(engine), RealClock()) as lib:
+        async with ScsiLibrary(
+            settings, ScsiCatalogTables(session_factory(engine)), RealClock()
+        ) as lib:
             yield lib
     finally:
         await engine.dispose()

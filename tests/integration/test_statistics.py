@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tssd.backends.sim.catalog_csv import import_csv
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.schema import ensure_schema
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.db.statistics import Upkeep, analyse
 from tssd.db.store import RequestStore
 from tssd.submit import parse_submit
@@ -62,7 +63,7 @@ async def test_a_catalog_import_leaves_the_catalog_analysed(engine: AsyncEngine)
         f"00AB{i:016X},V{i % 7:05d},{i},1000,atlas:tape,2020-01-01T00:00:00+00:00\n"
         for i in range(1, 301)
     )
-    await import_csv(session_factory(engine), io.StringIO(csv), replace=True)
+    await import_csv(SimCatalogTables(session_factory(engine)), io.StringIO(csv), replace=True)
     assert await _analysed_rows(engine, "sim_objects") == 300
 
 

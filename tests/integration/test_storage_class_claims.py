@@ -27,6 +27,8 @@ from tssd.config.storage_classes import (
 )
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base
+from tssd.db.scsi_catalog import ScsiCatalogTables
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.errors import PermanentBackendError
 
 MiB = 1024 * 1024
@@ -42,7 +44,8 @@ async def sim(tmp: Path, tables: Tables) -> AsyncIterator[TapeBackend]:
         async with engine.begin() as conn:
             await conn.run_sync(Base.metadata.create_all)
         settings = SimSettings(drives=1, tapes=TAPES, tape_capacity=64 * MiB)
-        async with SimLibrary(settings, session_factory(engine), RealClock(), tmp / "sim",
+        catalog = SimCatalogTables(session_factory(engine))
+        async with SimLibrary(settings, catalog, RealClock(), tmp / "sim",
                               time_scale=0.0, storage_classes=tables) as library:  # fmt: skip
             yield library
     finally:
@@ -61,7 +64,9 @@ async def scsi(tmp: Path, tables: Tables) -> AsyncIterator[TapeBackend]:
                          emulation_tapes=TAPES, emulation_capacity=64 * MiB),
             tmp / "vtl",
         )  # fmt: skip
-        async with ScsiLibrary(settings, session_factory(engine), RealClock(), tables) as library:
+        async with ScsiLibrary(
+            settings, ScsiCatalogTables(session_factory(engine)), RealClock(), tables
+        ) as library:
             yield library
     finally:
         await engine.dispose()

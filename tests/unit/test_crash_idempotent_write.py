@@ -17,6 +17,7 @@ from tssd.backends.sim import SimLibrary
 from tssd.clock import RealClock
 from tssd.config import SimSettings
 from tssd.db.models import SimObject
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.files import FileSource
 
 SC = "atlas:tape"
@@ -26,7 +27,9 @@ async def test_racing_writes_of_one_file_record_one_copy(
     sessions: async_sessionmaker[Any], tmp_path: Path
 ) -> None:
     settings = dataclasses.replace(SimSettings(drives=2, tapes=3))
-    lib = SimLibrary(settings, sessions, RealClock(), tmp_path / "sim", time_scale=0.0)
+    lib = SimLibrary(
+        settings, SimCatalogTables(sessions), RealClock(), tmp_path / "sim", time_scale=0.0
+    )
     await lib.open()
     src = tmp_path / "f"
     src.write_bytes(os.urandom(300_000))

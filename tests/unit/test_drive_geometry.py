@@ -28,6 +28,7 @@ from tssd.backends.sim import SimLibrary
 from tssd.backends.sim.layout import physical_offsets, wrap_report
 from tssd.clock import RealClock
 from tssd.config import SimSettings
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.tape.geometry import ESTIMATE_SPREAD, LTO9, reported
 
 GB = 10**9
@@ -119,7 +120,13 @@ async def test_sim_drive_geometry_after_mount_only_when_set(
     )
     for setting in (False, True):
         settings = SimSettings(drives=1, tapes=0, tape_capacity=9 * TB, drive_geometry=setting)
-        lib = SimLibrary(settings, sessions, RealClock(), tmp_path / f"s{setting}", time_scale=0)
+        lib = SimLibrary(
+            settings,
+            SimCatalogTables(sessions),
+            RealClock(),
+            tmp_path / f"s{setting}",
+            time_scale=0,
+        )
         async with lib:
             await lib.import_catalog(io.StringIO(rows), replace=True)
             before = await lib.geometry("V1")

@@ -41,6 +41,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tssd.work",  # the scheduler's work signal, which the store below it wakes
             "tssd.shim.names",  # the name patterns; the rest of tssd.shim is a client
             "tssd.shim.endpoint",  # the clients' target and state directory, also config's
+            "tssd.backends.catalog",  # the backends' catalog records and interfaces, db's too
         ),
     ),
     ("db", ("tssd.db",)),
@@ -297,3 +298,46 @@ def test_only_the_database_layer_imports_sqlalchemy() -> None:
                 continue
             outside += [f"{module}:{node.lineno}" for n in names if n.split(".")[0] == "sqlalchemy"]
     assert outside == []
+
+
+#: What the backends never import: the database's session factory, engine and ORM rows.
+DATABASE_INTERNALS = ("sqlalchemy", "tssd.db.models", "tssd.db.engine")
+
+
+def _database_imports(module: str, text: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            base = node.module or ""
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        if any(_within(n, DATABASE_INTERNALS) for n in names):
+            found.append(f"{module}:{node.lineno}")
+    return found
+
+
+def test_the_backends_import_no_session_engine_or_orm_class() -> None:
+    """A backend reaches its catalog through ``tssd.backends.catalog`` (records and
+    interfaces that db/ implements); an import inside a function or under
+    ``TYPE_CHECKING`` counts too."""
+    outside = [
+        hit
+        for module, path in sorted(MODULES.items())
+        if _within(module, ("tssd.backends",))
+        for hit in _database_imports(module, path.read_text())
+    ]
+    assert outside == []
+
+
+def test_the_backend_check_sees_every_kind_of_database_import() -> None:
+    text = (
+        "import sqlalchemy\n"
+        "from tssd.db import models\n"
+        "if TYPE_CHECKING:\n    from tssd.db.engine import Sessions\n"
+        "def f():\n    from tssd.db.models import SimObject\n"
+        "from tssd.db.sim_catalog import SimCatalogTables\n"
+    )
+    assert _database_imports("m", text) == ["m:1", "m:2", "m:4", "m:6"]

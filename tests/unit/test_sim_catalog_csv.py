@@ -18,6 +18,7 @@ from tssd.backends.sim.catalog_csv import (
 )
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base, SimObject, SimTape
+from tssd.db.sim_catalog import SimCatalogTables
 
 HEADER = "pnfsid,volume,seq,size,storage_class,written_at\n"
 CAPACITY = 10_000
@@ -46,12 +47,14 @@ async def tapes(sessions: async_sessionmaker[Any]) -> dict[str, SimTape]:
 
 
 async def load(sessions: async_sessionmaker[Any], text: str, *, replace: bool = False) -> Any:
-    return await import_csv(sessions, io.StringIO(text), replace=replace, capacity=CAPACITY)
+    return await import_csv(
+        SimCatalogTables(sessions), io.StringIO(text), replace=replace, capacity=CAPACITY
+    )
 
 
 async def export(sessions: async_sessionmaker[Any]) -> str:
     out = io.StringIO()
-    await export_csv(sessions, out)
+    await export_csv(SimCatalogTables(sessions), out)
     return out.getvalue()
 
 

@@ -20,6 +20,8 @@ from tssd.backends.sim import SimLibrary
 from tssd.backends.sim.layout import physical_offsets, tape_factor
 from tssd.clock import RealClock
 from tssd.config import SimSettings
+from tssd.db.scsi_catalog import ScsiCatalogTables
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.files import CountingSink
 from tssd.tape.geometry import LTO9
 
@@ -53,7 +55,9 @@ async def test_scheduler_sees_nominal_geometry_at_the_tapes_capacity(
     sessions: async_sessionmaker[Any], tmp_path: Path
 ) -> None:
     settings = SimSettings(drives=1, tapes=0, tape_capacity=9 * TB)
-    lib = SimLibrary(settings, sessions, RealClock(), tmp_path / "sim", time_scale=0.0)
+    lib = SimLibrary(
+        settings, SimCatalogTables(sessions), RealClock(), tmp_path / "sim", time_scale=0.0
+    )
     async with lib:
         rows = "pnfsid,volume,seq,size,storage_class,written_at\n" + "".join(
             f"{s:04X},V1,{s},{100 * GB},a:b,2020-01-01T00:00:00\n" for s in range(1, 41)
@@ -91,15 +95,15 @@ async def test_scsi_geometry_from_configured_media_or_barcode(
     def nominal(profile: object) -> object:
         return dataclasses.replace(profile, position_spread=0)  # type: ignore[type-var]
 
-    by_barcode = ScsiLibrary(ScsiSettings(), sessions, RealClock())
+    by_barcode = ScsiLibrary(ScsiSettings(), ScsiCatalogTables(sessions), RealClock())
     guessed = await by_barcode.geometry("ABC123L9")
     assert guessed is not None and guessed.position_spread == ESTIMATE_SPREAD
     assert nominal(guessed) == LTO9
     assert await by_barcode.geometry("ABC123") is None  # unknown: position order
     assert by_barcode.timing() is None
-    configured = ScsiLibrary(ScsiSettings(media="lto8"), sessions, RealClock())
+    configured = ScsiLibrary(ScsiSettings(media="lto8"), ScsiCatalogTables(sessions), RealClock())
     assert nominal(await configured.geometry("ABC123L9")) == LTO8
     assert configured.timing() == LTO8
     assert media_profile("X", "3592") is not None
     with pytest.raises(ConfigError, match=r"scsi\.media"):
-        ScsiLibrary(ScsiSettings(media="dlt"), sessions, RealClock())
+        ScsiLibrary(ScsiSettings(media="dlt"), ScsiCatalogTables(sessions), RealClock())

@@ -17,7 +17,9 @@ from tssd.backends.factory import create_backend
 from tssd.backends.sim import SimLibrary, get_profile
 from tssd.clock import RealClock
 from tssd.config import BackendSettings, Settings, SimSettings
+from tssd.db.catalogs import SqlCatalogs
 from tssd.db.models import SimObject, SimTape
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.errors import ChecksumMismatch, ConfigError, PermanentBackendError, TransientBackendError
 from tssd.files import CountingSink, FileSource
 
@@ -26,7 +28,9 @@ SC = "atlas:tape"
 
 def make_library(sessions: async_sessionmaker[Any], tmp_path: Path, **overrides: Any) -> SimLibrary:
     settings = dataclasses.replace(SimSettings(drives=2, tapes=3), **overrides)
-    return SimLibrary(settings, sessions, RealClock(), tmp_path / "sim", time_scale=0.0)
+    return SimLibrary(
+        settings, SimCatalogTables(sessions), RealClock(), tmp_path / "sim", time_scale=0.0
+    )
 
 
 async def tapes(sessions: async_sessionmaker[Any]) -> list[SimTape]:
@@ -209,11 +213,11 @@ def test_profiles() -> None:
 
 async def test_factory(sessions: async_sessionmaker[Any], tmp_path: Path) -> None:
     settings = Settings(home=str(tmp_path), sim=SimSettings(tape_capacity=123))
-    backend = create_backend(settings, sessions, RealClock())
+    backend = create_backend(settings, SqlCatalogs(sessions), RealClock())
     assert isinstance(backend, SimLibrary)
     async with backend:
         assert (tmp_path / "sim" / "objects").is_dir()
     assert {t.capacity for t in await tapes(sessions)} == {123}
     bad = dataclasses.replace(settings, backend=BackendSettings(type="tsm"))
     with pytest.raises(ConfigError, match="'sim'"):
-        create_backend(bad, sessions, RealClock())
+        create_backend(bad, SqlCatalogs(sessions), RealClock())

@@ -21,6 +21,7 @@ from tssd.backends.sim.catalog_csv import import_csv
 from tssd.backends.sim.faults import PERMANENT_CODES, TRANSIENT_CODES, FaultInjector
 from tssd.clock import RealClock
 from tssd.config import SimSettings
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.errors import (
     ConfigError,
     ObjectNotFound,
@@ -37,7 +38,9 @@ HEADER = "pnfsid,volume,seq,size,storage_class,written_at\n"
 
 def make_library(sessions: async_sessionmaker[Any], tmp_path: Path, **overrides: Any) -> SimLibrary:
     settings = dataclasses.replace(SimSettings(drives=3, tapes=0), **overrides)
-    return SimLibrary(settings, sessions, RealClock(), tmp_path / "sim", time_scale=0.0)
+    return SimLibrary(
+        settings, SimCatalogTables(sessions), RealClock(), tmp_path / "sim", time_scale=0.0
+    )
 
 
 def shuffled_catalog(volumes: int, per_volume: int, seed: int = 3) -> str:
@@ -56,7 +59,7 @@ def shuffled_catalog(volumes: int, per_volume: int, seed: int = 3) -> str:
 async def test_restore_order_sorts_a_tapes_objects_by_position(
     sessions: async_sessionmaker[Any], tmp_path: Path
 ) -> None:
-    await import_csv(sessions, io.StringIO(shuffled_catalog(3, 40)), replace=True)
+    await import_csv(SimCatalogTables(sessions), io.StringIO(shuffled_catalog(3, 40)), replace=True)
     async with make_library(sessions, tmp_path) as lib:
         placements = await lib.placements()
         found = await lib.locate([p.pnfsid for p in placements])
@@ -81,7 +84,7 @@ async def test_copies_report_media_and_written_time(
         "00AA,VOL003,2,10,atlas:tape,2019-03-01T00:00:00+00:00\n"
         "00BB,VOL002,1,10,atlas:tape,2019-01-01T00:00:00+00:00\n"
     )
-    await import_csv(sessions, io.StringIO(csv_text), replace=True)
+    await import_csv(SimCatalogTables(sessions), io.StringIO(csv_text), replace=True)
     async with make_library(sessions, tmp_path) as lib:
         found = await lib.locate(["00AA", "00BB", "00CC"])
     assert set(found) == {"00AA", "00BB"}
@@ -99,7 +102,7 @@ async def test_copies_report_media_and_written_time(
 async def test_a_session_never_runs_twice_on_one_volume(
     sessions: async_sessionmaker[Any], tmp_path: Path
 ) -> None:
-    await import_csv(sessions, io.StringIO(shuffled_catalog(1, 5)), replace=True)
+    await import_csv(SimCatalogTables(sessions), io.StringIO(shuffled_catalog(1, 5)), replace=True)
     async with make_library(sessions, tmp_path) as lib:
         outcomes = await asyncio.gather(
             *(lib.mount(f"drive{i}", "VOL000") for i in range(3)), return_exceptions=True
@@ -159,7 +162,9 @@ def test_injected_errors_are_deterministic_by_seed() -> None:
 async def test_library_reports_injected_errors(
     sessions: async_sessionmaker[Any], tmp_path: Path
 ) -> None:
-    await import_csv(sessions, io.StringIO(shuffled_catalog(1, 200)), replace=True)
+    await import_csv(
+        SimCatalogTables(sessions), io.StringIO(shuffled_catalog(1, 200)), replace=True
+    )
 
     async def run(seed: int) -> list[tuple[str, int | None]]:
         lib = make_library(

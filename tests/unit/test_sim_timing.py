@@ -21,6 +21,7 @@ from tssd.backends.sim.media import SimDrive
 from tssd.config import SimSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base, SimObject, SimTape
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.files import CountingSink, FileSource
 
 LTO9 = get_profile("lto9")
@@ -64,7 +65,9 @@ async def library(tmp_path: Path, clock: RecordingClock) -> AsyncIterator[SimLib
             await conn.run_sync(Base.metadata.create_all)
         sessions = session_factory(engine)
         settings = SimSettings(drives=2, tapes=2, profile="lto9", layout_spread=0, file_spread=0)
-        lib = SimLibrary(settings, sessions, clock, tmp_path / "sim", time_scale=1.0)
+        lib = SimLibrary(
+            settings, SimCatalogTables(sessions), clock, tmp_path / "sim", time_scale=1.0
+        )
         async with lib:
             # Imported objects (no bytes) spread over the tape: seq 1 and 2 are adjacent.
             layout = [(1, 0), (2, MB), (3, 5 * GB), (4, 9 * 10**12)]
@@ -279,7 +282,11 @@ async def test_time_scale_multiplies_every_delay(tmp_path: Path) -> None:
             await conn.run_sync(Base.metadata.create_all)
         settings = SimSettings(drives=1, tapes=1, profile="lto8", layout_spread=0, file_spread=0)
         lib = SimLibrary(
-            settings, session_factory(engine), clock, tmp_path / "sim", time_scale=0.01
+            settings,
+            SimCatalogTables(session_factory(engine)),
+            clock,
+            tmp_path / "sim",
+            time_scale=0.01,
         )
         async with lib:
             await lib.mount("drive0", "SIM000L8")
@@ -325,7 +332,13 @@ async def mount_three(tmp_path: Path, arms: int) -> float:
         async with engine.begin() as conn:
             await conn.run_sync(Base.metadata.create_all)
         settings = SimSettings(drives=3, tapes=3, profile="lto9", robot_arms=arms)
-        lib = SimLibrary(settings, session_factory(engine), clock, tmp_path / "sim", time_scale=1.0)
+        lib = SimLibrary(
+            settings,
+            SimCatalogTables(session_factory(engine)),
+            clock,
+            tmp_path / "sim",
+            time_scale=1.0,
+        )
         async with lib:
             known = {t: await lib._catalog.tape(t) for t in ("SIM000L9", "SIM001L9", "SIM002L9")}
 

@@ -28,6 +28,7 @@ from tssd.clock import RealClock
 from tssd.config import ScsiSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base
+from tssd.db.scsi_catalog import ScsiCatalogTables
 from tssd.errors import TransientBackendError, TssdError
 from tssd.files import FileSink, FileSource
 
@@ -61,7 +62,7 @@ def library(engine: object) -> ScsiLibrary:
         tape_capacity=16 << 20,
         volumes="^TSS",
     )
-    return ScsiLibrary(settings, session_factory(engine), RealClock())  # type: ignore[arg-type]
+    return ScsiLibrary(settings, ScsiCatalogTables(session_factory(engine)), RealClock())  # type: ignore[arg-type]
 
 
 def outcome(exc: BaseException | None) -> str:

@@ -25,6 +25,7 @@ from tssd.clock import RealClock
 from tssd.config import ScsiSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Base
+from tssd.db.scsi_catalog import ScsiCatalogTables
 from tssd.files import FileSink, FileSource
 
 SHARE = Path(os.environ["VM_SHARE"])
@@ -74,7 +75,9 @@ async def main() -> None:
         "elements": [[e.address, e.index, e.serial] for e in drive_identifiers(vm["changer"])],
     }
     loads = 0
-    async with ScsiLibrary(settings, session_factory(engine), RealClock()) as lib:
+    async with ScsiLibrary(
+        settings, ScsiCatalogTables(session_factory(engine)), RealClock()
+    ) as lib:
         drives = [d.name for d in await lib.drives()]
         by_class: dict[str, list[WriteItem]] = {}
         for entry in manifest:

@@ -4,51 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar
 
 from tssd.backends.base import TapeCopy
-from tssd.db.engine import DatabaseError, Sessions
-from tssd.db.tape_catalog import IN_CHUNK, ObjectTable, chunks
+from tssd.backends.catalog import CatalogUnavailable, ObjectTables, StoredObject
 from tssd.errors import TransientBackendError
 
-__all__ = [
-    "IN_CHUNK", "MEDIA_TAPE", "CatalogObject", "ObjectCatalog",
-    "chunks", "normalize_adler32", "to_copy",
-]  # fmt: skip
+__all__ = ["MEDIA_TAPE", "ObjectCatalog", "normalize_adler32", "to_copy"]
 
 MEDIA_TAPE = "tape"
-
-
-class CatalogObject(Protocol):
-    """The columns every backend catalog row has (SimObject, ScsiObject)."""
-
-    @property
-    def pnfsid(self) -> str: ...
-
-    @property
-    def bfid(self) -> str: ...
-
-    @property
-    def volume(self) -> str: ...
-
-    @property
-    def seq(self) -> int: ...
-
-    @property
-    def offset(self) -> int: ...
-
-    @property
-    def size(self) -> int: ...
-
-    @property
-    def adler32(self) -> str | None: ...
-
-    @property
-    def storage_class(self) -> str | None: ...
-
-    @property
-    def written_at(self) -> datetime: ...
 
 
 def normalize_adler32(value: str | None) -> str | None:
@@ -61,7 +25,7 @@ def normalize_adler32(value: str | None) -> str | None:
         return value.strip().lower()
 
 
-def to_copy(obj: CatalogObject) -> TapeCopy:
+def to_copy(obj: StoredObject) -> TapeCopy:
     return TapeCopy(
         pnfsid=obj.pnfsid,
         bfid=obj.bfid,
@@ -79,30 +43,28 @@ def to_copy(obj: CatalogObject) -> TapeCopy:
 class ObjectCatalog:
     """Object queries common to the catalogs kept in tssd's database.
 
-    Subclasses name their ORM model; database errors become transient backend errors.
+    A catalog that cannot be reached becomes a transient backend error.
     """
 
-    model: ClassVar[Any]
     unavailable: ClassVar[str] = "tape catalog unavailable"
     error_code: ClassVar[int | None] = None
 
-    def __init__(self, sessions: Sessions) -> None:
-        self._sessions = sessions
-        self._objects = ObjectTable(sessions, self.model)
+    def __init__(self, objects: ObjectTables) -> None:
+        self._objects = objects
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
-        """Database errors in the block become transient backend errors."""
+        """An unreachable catalog in the block becomes a transient backend error."""
         try:
             yield
-        except DatabaseError as exc:
+        except CatalogUnavailable as exc:
             raise TransientBackendError(f"{self.unavailable}: {exc}", code=self.error_code) from exc
 
-    async def object(self, bfid: str) -> Any:
+    async def object(self, bfid: str) -> StoredObject | None:
         with self._guard():
             return await self._objects.get(bfid)
 
-    async def objects(self, bfids: Sequence[str]) -> dict[str, Any]:
+    async def objects(self, bfids: Sequence[str]) -> dict[str, StoredObject]:
         """The objects among *bfids* that exist, by bfid (one query per chunk)."""
         with self._guard():
             rows = await self._objects.with_bfids(list(dict.fromkeys(bfids)))

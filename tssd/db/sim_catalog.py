@@ -2,55 +2,44 @@
 
 :mod:`tssd.backends.sim.catalog` decides (which tape, whether there is room) and
 translates errors; :mod:`tssd.backends.sim.catalog_csv` parses and merges a catalog CSV.
-The queries and their transactions are here.
+The queries and their transactions are here, behind the interface
+:class:`tssd.backends.catalog.SimTables`: what leaves is records, never ORM rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, bindparam, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tssd.backends.catalog import (
+    ByVolume,
+    ClaimGuard,
+    ImportPlan,
+    SimCartridge,
+    StoredObject,
+    TapeFill,
+)
 from tssd.db.engine import Sessions, reading
 from tssd.db.models import SimObject, SimTape
 from tssd.db.statistics import analyse
-from tssd.db.tape_catalog import ObjectTable, chunks
+from tssd.db.tape_catalog import ObjectTable, chunks, sim_object, translated
 
 #: Rows per executemany batch of the import.
 INSERT_BATCH = 10_000
 OBJECTS = cast(Table, SimObject.__table__)
-
-#: Objects of the catalog by volume and sequence number, as plain column dicts.
-ByVolume = dict[str, dict[int, dict[str, Any]]]
-
-
-@dataclass(frozen=True, slots=True)
-class TapeFill:
-    """A cartridge's fill state after an import."""
-
-    capacity: int
-    used: int
-    next_seq: int
-    storage_class: str | None
-
-
-#: Given the tapes by volume and the objects already on the imported volumes, the
-#: objects to write and each volume's fill; raises to write nothing.
-ImportPlan = Callable[
-    [dict[str, SimTape], ByVolume], Awaitable[tuple[list[dict[str, Any]], dict[str, TapeFill]]]
-]
 
 
 class SimCatalogTables(ObjectTable):
     """``sim_tapes`` and ``sim_objects``; each method is one transaction or one read."""
 
     def __init__(self, sessions: Sessions) -> None:
-        super().__init__(sessions, SimObject)
+        super().__init__(sessions, SimObject, sim_object)
 
+    @translated
     async def ensure_tapes(self, volumes: Sequence[str], capacity: int) -> int:
         """Create *volumes* as scratch cartridges unless the library has some; return
         how many it has."""
@@ -61,10 +50,12 @@ class SimCatalogTables(ObjectTable):
             session.add_all(SimTape(volume=v, capacity=capacity) for v in volumes)
         return len(volumes)
 
-    async def tape(self, volume: str) -> SimTape | None:
-        """A detached snapshot of the tape's row (read at every mount: core SQL)."""
+    @translated
+    async def tape(self, volume: str) -> SimCartridge | None:
+        """The tape's row (read at every mount: core SQL)."""
         return await reading(self.sessions.kw["bind"], _tape, volume)
 
+    @translated
     async def layout(self, volume: str) -> list[tuple[int, int, int]]:
         """(seq, offset, size) of every object on *volume*, in sequence order."""
         stmt = (
@@ -75,6 +66,7 @@ class SimCatalogTables(ObjectTable):
         async with self.sessions() as session:
             return [(seq, offset, size) for seq, offset, size in await session.execute(stmt)]
 
+    @translated
     async def placements(self) -> list[tuple[str, str, int, int, datetime]]:
         """(pnfsid, volume, seq, size, written_at) of every object."""
         columns = (
@@ -92,15 +84,17 @@ class SimCatalogTables(ObjectTable):
         """The bfids among *bfids* that the catalog records."""
         return {row.bfid for row in await self.with_bfids(bfids)}
 
+    @translated
     async def max_capacity(self) -> int:
         async with self.sessions() as session:
             return int(await session.scalar(select(func.max(SimTape.capacity))) or 0)
 
+    @translated
     async def assign_tape(
         self,
         storage_class: str,
         size: int,
-        may_claim: Callable[[dict[str | None, int]], None] | None = None,
+        may_claim: ClaimGuard | None = None,
     ) -> str | None:
         """A filling tape of *storage_class* with room, else a scratch tape assigned to
         it; None if there is neither. Before a scratch tape is assigned, *may_claim* is
@@ -136,9 +130,10 @@ class SimCatalogTables(ObjectTable):
             scratch.storage_class = storage_class
             return scratch.volume
 
+    @translated
     async def append(
-        self, volume: str, check: Callable[[SimTape], None], **values: Any
-    ) -> SimObject | None:
+        self, volume: str, check: Callable[[SimCartridge], None], **values: Any
+    ) -> StoredObject | None:
         """Append one object to *volume* and advance the tape, in one transaction that
         locks the tape's row; *check* (on the locked row) raises to refuse. None if
         there is no such volume."""
@@ -146,16 +141,18 @@ class SimCatalogTables(ObjectTable):
             tape = await session.get(SimTape, volume, with_for_update=True)
             if tape is None:
                 return None
-            check(tape)
+            check(cartridge(tape))
             obj = SimObject(volume=volume, seq=tape.next_seq, offset=tape.used, **values)
             session.add(obj)
             tape.storage_class = values["storage_class"]
             tape.next_seq += 1
             tape.used += values["size"]
             tape.full = tape.used >= tape.capacity
-            return obj
+            return sim_object(obj)
 
     # -- catalog CSV -------------------------------------------------------------------
+    # Not translated: a database error here reaches the API as it is, which answers a
+    # restarting database with 503 (retry) as for any request, not with a backend error.
 
     async def import_objects(
         self, volumes: list[str], *, replace: bool, plan: ImportPlan, chunk: int = 500
@@ -173,7 +170,7 @@ class SimCatalogTables(ObjectTable):
                 existing: ByVolume = {}
             else:
                 existing = await _existing(session, volumes, chunk)
-            objects, fills = await plan(tapes, existing)
+            objects, fills = await plan({v: cartridge(t) for v, t in tapes.items()}, existing)
             if not replace:
                 for part in chunks(volumes, chunk):
                     await session.execute(delete(SimObject).where(SimObject.volume.in_(part)))
@@ -243,6 +240,13 @@ _TAPES = cast(Table, SimTape.__table__)
 _TAPE = select(*_TAPES.c).where(_TAPES.c.volume == bindparam("b_volume"))
 
 
-def _tape(conn: Connection, volume: str) -> SimTape | None:
+def _tape(conn: Connection, volume: str) -> SimCartridge | None:
     row = conn.execute(_TAPE, {"b_volume": volume}).first()
-    return None if row is None else SimTape(**row._mapping)
+    return None if row is None else cartridge(row)
+
+
+def cartridge(tape: Any) -> SimCartridge:
+    """The record of a ``sim_tapes`` row (an ORM object or a core row)."""
+    return SimCartridge(
+        tape.volume, tape.storage_class, tape.capacity, tape.used, tape.next_seq, tape.full
+    )

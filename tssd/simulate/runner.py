@@ -22,6 +22,7 @@ from tssd.config.queues import QueueSettings
 from tssd.db.engine import Engine, session_factory
 from tssd.db.lookups import all_recalls
 from tssd.db.models import Kind, Request
+from tssd.db.sim_catalog import SimCatalogTables
 from tssd.db.throwaway import memory_engine
 from tssd.files import CountingSink
 from tssd.scheduler.drives import MountRecord
@@ -112,7 +113,10 @@ async def run_campaign(options: Options, arrivals: Sequence[Arrival], catalog_te
             # the library's locates, the scheduler's RAO and the lower bound all share.
             capacity = get_profile(options.profile).capacity_bytes
             await import_csv(
-                _sessions(engine), io.StringIO(catalog_text), replace=True, capacity=capacity
+                SimCatalogTables(_sessions(engine)),
+                io.StringIO(catalog_text),
+                replace=True,
+                capacity=capacity,
             )
             progress = Progress(Outcome(arrivals=arrivals))
             wiring = Wiring(

@@ -12,21 +12,17 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from tssd.backends.base import TapeCopy
+from tssd.backends.catalog import ScsiCartridge, ScsiTables
 from tssd.backends.records import ObjectCatalog, to_copy
 from tssd.config.storage_classes import StorageClassSettings, claim_guard
-from tssd.db.engine import Sessions
-from tssd.db.models import ScsiObject, ScsiTape
-from tssd.db.scsi_catalog import ScsiCatalogTables
 from tssd.errors import PermanentBackendError
 
-#: Bound parameters per IN list: far below SQLite's and PostgreSQL's limits.
 
-
-def _usable(tape: ScsiTape, present: set[str]) -> bool:
+def _usable(tape: ScsiCartridge, present: set[str]) -> bool:
     return tape.volume in present and tape.state == "ok" and not tape.full
 
 
-def choose(tapes: Sequence[ScsiTape], storage_class: str, size: int) -> ScsiTape | None:
+def choose(tapes: Sequence[ScsiCartridge], storage_class: str, size: int) -> ScsiCartridge | None:
     """Filling tape with room, else scratch with room, else the fullest filling tape
     with any room or any scratch (a batch larger than one tape rolls over to the next)."""
     filling = sorted(
@@ -50,14 +46,13 @@ def choose(tapes: Sequence[ScsiTape], storage_class: str, size: int) -> ScsiTape
 
 
 class Catalog(ObjectCatalog):
-    model = ScsiObject
     unavailable = "SCSI library catalog unavailable"
 
     def __init__(
-        self, sessions: Sessions, storage_classes: tuple[StorageClassSettings, ...] | None = None
+        self, tables: ScsiTables, storage_classes: tuple[StorageClassSettings, ...] | None = None
     ) -> None:
-        super().__init__(sessions)
-        self._tables = ScsiCatalogTables(sessions)
+        super().__init__(tables)
+        self._tables = tables
         #: Which classes may claim empty cartridges, and how many (None: any, unbounded).
         self._classes = storage_classes
 
@@ -66,7 +61,7 @@ class Catalog(ObjectCatalog):
         with self._guard():
             return await self._tables.add_tapes(volumes, capacity, block_size)
 
-    async def tape(self, volume: str) -> ScsiTape | None:
+    async def tape(self, volume: str) -> ScsiCartridge | None:
         with self._guard():
             return await self._tables.tape(volume)
 
@@ -77,7 +72,7 @@ class Catalog(ObjectCatalog):
     async def allocate(self, storage_class: str, size: int, present: set[str]) -> str:
         guard = claim_guard(self._classes, storage_class)
 
-        def pick(tapes: Sequence[ScsiTape]) -> ScsiTape | None:
+        def pick(tapes: Sequence[ScsiCartridge]) -> ScsiCartridge | None:
             tape = choose([t for t in tapes if _usable(t, present)], storage_class, size)
             if tape is not None and tape.storage_class is None and guard is not None:
                 guard(dict(Counter(t.storage_class for t in tapes)))

@@ -36,6 +36,7 @@ from tssd.backends.base import (
     WriteItem,
     WriteResult,
 )
+from tssd.backends.catalog import ScsiTables
 from tssd.backends.records import normalize_adler32
 from tssd.backends.scsi import emulated
 from tssd.backends.scsi.catalog import Catalog
@@ -58,7 +59,6 @@ from tssd.backends.scsi.wraps import WrapReports, drive_geometry
 from tssd.clock import Clock
 from tssd.config import ScsiSettings
 from tssd.config.storage_classes import StorageClassSettings
-from tssd.db.engine import Sessions
 from tssd.errors import (
     ConfigError,
     ObjectNotFound,
@@ -112,7 +112,7 @@ class ScsiLibrary(TapeBackend):
     def __init__(
         self,
         settings: ScsiSettings,
-        sessions: Sessions,
+        tables: ScsiTables,
         clock: Clock,
         storage_classes: tuple[StorageClassSettings, ...] | None = None,
     ) -> None:
@@ -123,7 +123,7 @@ class ScsiLibrary(TapeBackend):
                 f"scsi.media {settings.media!r} is not one of {', '.join(sorted(MEDIA))}"
             )
         self._settings = settings
-        self._catalog = Catalog(sessions, storage_classes)
+        self._catalog = Catalog(tables, storage_classes)
         self._clock = clock
         self._changer = Changer(
             settings.mtx,

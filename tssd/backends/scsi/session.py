@@ -12,13 +12,13 @@ import dataclasses
 import structlog
 
 from tssd.backends.base import ReadItem, ReadResult, WriteItem, WriteResult
+from tssd.backends.catalog import StoredObject
 from tssd.backends.records import normalize_adler32
 from tssd.backends.scsi.catalog import Catalog
 from tssd.backends.scsi.format import ObjectHeader
 from tssd.backends.scsi.objects import read_object, source_adler32, write_object
 from tssd.backends.scsi.tapedev import MediaError, Tape
 from tssd.clock import Clock
-from tssd.db.models import ScsiObject
 from tssd.errors import ChecksumMismatch, DataError, ObjectNotFound, PermanentBackendError
 
 log = structlog.get_logger()
@@ -27,7 +27,7 @@ log = structlog.get_logger()
 async def read_one(
     tape: Tape,
     drive: str,
-    obj: ScsiObject | None,
+    obj: StoredObject | None,
     item: ReadItem,
     block_size: int,
     clock: Clock,
@@ -42,7 +42,9 @@ async def read_one(
         try:
             await tape.position(obj.block, obj.seq)
             located = clock.now()
-            expected = ObjectHeader(obj.bfid, obj.pnfsid, obj.size, obj.adler32, "", "", obj.seq)
+            # scsi_objects.adler32 is never null: the library writes it with the object.
+            checksum = obj.adler32 or ""
+            expected = ObjectHeader(obj.bfid, obj.pnfsid, obj.size, checksum, "", "", obj.seq)
             nbytes, adler = await read_object(tape, obj.block, expected, item.sink, block_size)
             if adler != normalize_adler32(obj.adler32):
                 raise ChecksumMismatch(

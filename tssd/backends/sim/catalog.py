@@ -10,16 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from tssd.backends.base import CopyPlacement, TapeCopy
+from tssd.backends.catalog import SimCartridge, SimTables
 from tssd.backends.records import ObjectCatalog, to_copy
 from tssd.config.storage_classes import StorageClassSettings, claim_guard
-from tssd.db.engine import Sessions
-from tssd.db.models import SimObject, SimTape
-from tssd.db.sim_catalog import SimCatalogTables
 from tssd.errors import PermanentBackendError, TooLargeForTape, TransientBackendError
-
-#: Bound parameters per IN list: far below SQLite's and PostgreSQL's limits.
-
-#: IBM SP mediaClass of every simulated copy: the library has no disk storage pool.
 
 #: IBM SP "communication failure": the catalog database did not answer.
 RC_COMM_FAILURE = -50
@@ -32,15 +26,14 @@ def volume_name(index: int, suffix: str) -> str:
 
 
 class Catalog(ObjectCatalog):
-    model = SimObject
     unavailable = "simulated catalog unavailable"
     error_code = RC_COMM_FAILURE
 
     def __init__(
-        self, sessions: Sessions, storage_classes: tuple[StorageClassSettings, ...] | None = None
+        self, tables: SimTables, storage_classes: tuple[StorageClassSettings, ...] | None = None
     ) -> None:
-        super().__init__(sessions)
-        self._tables = SimCatalogTables(sessions)
+        super().__init__(tables)
+        self._tables = tables
         #: Which classes may claim empty cartridges, and how many (None: any, unbounded).
         self._classes = storage_classes
 
@@ -50,7 +43,7 @@ class Catalog(ObjectCatalog):
         with self._guard():
             return await self._tables.ensure_tapes(volumes, capacity)
 
-    async def tape(self, volume: str) -> SimTape | None:
+    async def tape(self, volume: str) -> SimCartridge | None:
         with self._guard():
             return await self._tables.tape(volume)
 
@@ -123,7 +116,7 @@ class Catalog(ObjectCatalog):
         return to_copy(obj)
 
 
-def check_room(tape: SimTape, storage_class: str, size: int) -> None:
+def check_room(tape: SimCartridge, storage_class: str, size: int) -> None:
     """Refuse an append the tape cannot take; another volume may, so it is transient."""
     if tape.storage_class not in (None, storage_class):
         raise TransientBackendError(

@@ -38,9 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from tssd.db.engine import Sessions
-from tssd.db.models import SimTape
-from tssd.db.sim_catalog import ByVolume, SimCatalogTables, TapeFill
+from tssd.backends.catalog import ByVolume, SimCartridge, SimTables, TapeFill
 from tssd.errors import InvalidRequest
 from tssd.shim.names import VOLUME, pnfsid_or_none
 from tssd.tape.geometry import LTO9
@@ -154,7 +152,7 @@ def _integer(text: str, name: str, lowest: int) -> int:
 
 
 async def import_csv(
-    sessions: Sessions,
+    tables: SimTables,
     source: str | os.PathLike[str] | TextIO,
     *,
     replace: bool,
@@ -165,7 +163,7 @@ async def import_csv(
     by_volume = await asyncio.to_thread(_group, rows)
 
     async def plan(
-        tapes: dict[str, SimTape], existing: ByVolume
+        tapes: dict[str, SimCartridge], existing: ByVolume
     ) -> tuple[list[dict[str, Any]], dict[str, TapeFill]]:
         default_capacity = capacity or max((t.capacity for t in tapes.values()), default=0)
         # Plain data in a worker thread: on the event loop, 20,000 rows stalled it 1 s.
@@ -175,7 +173,6 @@ async def import_csv(
             raise CatalogImportError(errors)
         return [obj for volume in merged.values() for obj in volume.values()], fills
 
-    tables = SimCatalogTables(sessions)
     await tables.import_objects(list(by_volume), replace=replace, plan=plan, chunk=CHUNK)
     return {
         "rows": len(rows),
@@ -235,7 +232,7 @@ def _object(row: CatalogRow) -> dict[str, Any]:
 
 def _fill(
     merged: dict[str, dict[int, dict[str, Any]]],
-    tapes: dict[str, SimTape],
+    tapes: dict[str, SimCartridge],
     default_capacity: int,
     errors: list[str],
 ) -> dict[str, TapeFill]:
@@ -258,9 +255,9 @@ def _fill(
 # -- export ----------------------------------------------------------------------------
 
 
-async def export_csv(sessions: Sessions, target: TextIO) -> int:
+async def export_csv(tables: SimTables, target: TextIO) -> int:
     """Write every copy as a catalog CSV row, by volume and sequence; return the rows."""
-    records = await SimCatalogTables(sessions).export_rows()
+    records = await tables.export_rows()
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
@@ -270,5 +267,5 @@ async def export_csv(sessions: Sessions, target: TextIO) -> int:
     return len(records)
 
 
-async def count_objects(sessions: Sessions) -> int:
-    return await SimCatalogTables(sessions).count_objects()
+async def count_objects(tables: SimTables) -> int:
+    return await tables.count_objects()

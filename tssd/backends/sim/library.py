@@ -30,6 +30,7 @@ from tssd.backends.base import (
     WriteItem,
     WriteResult,
 )
+from tssd.backends.catalog import SimTables, StoredObject
 from tssd.backends.records import normalize_adler32
 from tssd.backends.sim.catalog import Catalog, check_room
 from tssd.backends.sim.catalog_csv import export_csv, import_csv
@@ -40,8 +41,6 @@ from tssd.backends.sim.truth import VolumeKnowledge
 from tssd.clock import Clock
 from tssd.config import SimSettings
 from tssd.config.storage_classes import StorageClassSettings
-from tssd.db.engine import Sessions
-from tssd.db.models import SimObject
 from tssd.errors import (
     ChecksumMismatch,
     ConfigError,
@@ -70,7 +69,7 @@ class SimLibrary(TapeBackend):
     def __init__(
         self,
         settings: SimSettings,
-        sessions: Sessions,
+        tables: SimTables,
         clock: Clock,
         data_dir: Path,
         *,
@@ -80,8 +79,8 @@ class SimLibrary(TapeBackend):
     ) -> None:
         self.profile: Profile = get_profile(settings.profile)
         self._settings = settings
-        self._catalog = Catalog(sessions, storage_classes)
-        self._sessions = sessions
+        self._catalog = Catalog(tables, storage_classes)
+        self._tables = tables
         self._clock = clock
         self._data_dir = Path(data_dir)
         self._objects = self._data_dir / "objects"
@@ -162,14 +161,14 @@ class SimLibrary(TapeBackend):
             )
         async with self._alloc:
             summary = await import_csv(
-                self._sessions, source, replace=replace, capacity=self._capacity
+                self._tables, source, replace=replace, capacity=self._capacity
             )
             self._known.clear()
         log.info("sim.catalog.imported", **summary)
         return summary
 
     async def export_catalog(self, target: TextIO) -> int:
-        return await export_csv(self._sessions, target)
+        return await export_csv(self._tables, target)
 
     # -- robot -------------------------------------------------------------------------
 
@@ -256,7 +255,7 @@ class SimLibrary(TapeBackend):
             yield await self._read_one(drive, state, item, objects.get(item.copy.bfid))
 
     async def _read_one(
-        self, drive: str, state: SimDrive, item: ReadItem, obj: SimObject | None
+        self, drive: str, state: SimDrive, item: ReadItem, obj: StoredObject | None
     ) -> ReadResult:
         try:
             return await self._read_guarded(drive, state, item, obj)
@@ -266,7 +265,7 @@ class SimLibrary(TapeBackend):
             raise
 
     async def _read_guarded(
-        self, drive: str, state: SimDrive, item: ReadItem, obj: SimObject | None
+        self, drive: str, state: SimDrive, item: ReadItem, obj: StoredObject | None
     ) -> ReadResult:
         if obj is None or obj.volume != state.volume:
             await item.sink.abort()
@@ -294,7 +293,7 @@ class SimLibrary(TapeBackend):
         )
         return ReadResult(item, nbytes, adler, locate_s=locate_s, transfer_s=transfer_s)
 
-    async def _removed(self, obj: SimObject) -> bool:
+    async def _removed(self, obj: StoredObject) -> bool:
         """Whether the catalog no longer holds *obj* (a removal raced its read)."""
         return obj.bfid not in await self._catalog.objects([obj.bfid])
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tssd.backends.base import Sink
+from tssd.backends.catalog import StoredObject
 from tssd.backends.records import normalize_adler32
-from tssd.db.models import SimObject
 from tssd.errors import ChecksumMismatch, PermanentBackendError, SourceUnreadable
 from tssd.files import CHUNK_SIZE, CountingSink, FileSource, adler32_hex
 
@@ -51,7 +51,7 @@ def filler_chunks(pnfsid: str, size: int) -> AsyncIterator[bytes]:
     return generate()
 
 
-async def deliver(objects: Path, obj: SimObject, sink: Sink) -> tuple[int, str]:
+async def deliver(objects: Path, obj: StoredObject, sink: Sink) -> tuple[int, str]:
     """Stream, verify and commit one object; the sink is aborted on any failure."""
     committed = False
     try:
@@ -69,7 +69,7 @@ async def deliver(objects: Path, obj: SimObject, sink: Sink) -> tuple[int, str]:
             await sink.abort()
 
 
-async def copy_out(objects: Path, obj: SimObject, sink: Sink) -> str | None:
+async def copy_out(objects: Path, obj: StoredObject, sink: Sink) -> str | None:
     """Stream the object into *sink*; return its adler32 when it has real bytes.
 
     Imported objects have no bytes and their catalog checksum describes data we do

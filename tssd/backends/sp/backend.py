@@ -5,16 +5,16 @@ from __future__ import annotations
 import dataclasses
 
 from tssd.backends.base import TapeBackend
+from tssd.backends.catalog import CatalogGateway
 from tssd.clock import Clock
 from tssd.config import Settings, SpSettings
-from tssd.db.engine import Sessions
 
 
-def create(settings: Settings, sessions: Sessions, clock: Clock) -> TapeBackend:
-    """The SP library of ``[sp]``; the server is its catalog, so *sessions* go unused."""
+def create(settings: Settings, catalogs: CatalogGateway, clock: Clock) -> TapeBackend:
+    """The SP library of ``[sp]``; the server is its catalog, so *catalogs* go unused."""
     from tssd.backends.sp.library import SpLibrary
 
-    del sessions, clock
+    del catalogs, clock
     return SpLibrary(sp_settings(settings))
 
 
