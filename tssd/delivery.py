@@ -28,7 +28,7 @@ from tssd.background import running
 from tssd.config import Settings
 from tssd.db.engine import DatabaseError
 from tssd.db.lookups import unclaimed_recalls
-from tssd.db.models import Request, State, utcnow
+from tssd.db.models import Request, utcnow
 from tssd.db.store import RequestStore
 from tssd.errors import TssdError
 from tssd.files import (
@@ -150,10 +150,7 @@ class Reaper:
                 await self.store.mark_reported(request_id)
             return 0
         reason = f"no pool call claimed the file within {self.claim_timeout_s:g} s; part removed"
-        moved = await self.store.transition(
-            [request_id], (State.DONE,), State.ABANDONED, reason=ABANDONED_REASON,
-            values={"error": reason},
-        )  # fmt: skip
+        moved = await self.store.abandon([request_id], ABANDONED_REASON, error=reason)
         if moved:
             self.metrics.recalls_abandoned_total.inc()
             log.warning("delivery.abandoned", request_id=request_id, pnfsid=pnfsid, queue=queue,

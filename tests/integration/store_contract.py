@@ -85,9 +85,36 @@ async def submit(store: RequestStoreInterface, *specs: SubmitSpec) -> list[int]:
     return [row.id for _, row in await store.submit(specs)]
 
 
-async def activate(store: RequestStoreInterface, ids: Sequence[int], **values: Any) -> None:
-    moved = await store.transition(ids, ("queued",), State.ACTIVE, values=values)
-    assert moved == list(ids)
+async def activate(
+    store: RequestStoreInterface,
+    ids: Sequence[int],
+    *,
+    instance: str | None = None,
+    drive: str | None = None,
+) -> None:
+    """Claim the queued *ids* as *instance*'s *drive* would (the lifecycle's ``claim``)."""
+    saved, store.instance = store.instance, instance
+    try:
+        claimed = await store.scheduling.claim_ids(ids, drive)  # type: ignore[attr-defined]
+    finally:
+        store.instance = saved
+    assert sorted(r.id for r in claimed) == sorted(ids)
+
+
+async def end(
+    store: RequestStoreInterface, ids: Sequence[int], state: State, **values: Any
+) -> None:
+    """Bring the queued *ids* to *state* through the named transitions, as the daemon
+    would: cancelled; or claimed, then finished (done, abandoned) or failed with *values*."""
+    if state is State.CANCELLED:
+        assert sorted(await store.cancel(ids, "test")) == sorted(ids)
+        return
+    await activate(store, ids)
+    for request_id in ids:
+        ending = store.fail if state is State.FAILED else store.finish
+        assert await ending(request_id, "test", **values)
+    if state is State.ABANDONED:
+        assert sorted(await store.abandon(ids, "test", error="test")) == sorted(ids)
 
 
 async def state_of(store: RequestStoreInterface, request_id: int) -> str:

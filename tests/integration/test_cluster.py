@@ -25,7 +25,7 @@ from tssd.cluster.registry import Registry
 from tssd.config import ClusterSettings, DatabaseSettings, Settings, SimSettings
 from tssd.db import schema
 from tssd.db.engine import create_engine, session_factory
-from tssd.db.models import Drive, Instance, Mount, Request, RequestEvent, State, utcnow
+from tssd.db.models import Drive, Instance, Mount, Request, RequestEvent, utcnow
 from tssd.db.store import RequestStore
 from tssd.errors import ConfigError
 from tssd.submit import parse_submit
@@ -243,7 +243,7 @@ async def test_others_announce_queued_and_finished_work(
         await set_active(store, ids[:1], "a")
         await asyncio.sleep(0.2)
         assert listener.take()
-        assert await store.finish(ids[0], State.DONE)
+        assert await store.finish(ids[0])
         await asyncio.sleep(0.2)
         assert done == [ids[0]]
         assert not listener.take()  # finishing queues nothing

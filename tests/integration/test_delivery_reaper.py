@@ -38,8 +38,8 @@ async def done_recall(store: RequestStore, pool: Path, pnfsid: str) -> int:
         {"kind": "recall", "pnfsid": pnfsid, "path": str(pool / pnfsid), "delivery": "claim"}
     )
     [(_, row)] = await store.submit([spec])
-    await store.transition([row.id], (State.QUEUED,), State.ACTIVE)
-    assert await store.finish(row.id, State.DONE, "recalled", result_adler32="00000001", size=1)
+    await store.scheduling.claim_ids([row.id])
+    assert await store.finish(row.id, "recalled", result_adler32="00000001", size=1)
     (pool / f".{pnfsid}.tssd-part").write_bytes(b"x")
     return row.id
 

@@ -51,7 +51,6 @@ from tssd.app import build_services
 from tssd.backends.sim.catalog_csv import import_csv
 from tssd.config import ApiSettings, DatabaseSettings, SchedulerSettings, Settings, SimSettings
 from tssd.db.admin import AdminStore
-from tssd.db.models import State
 from tssd.db.plans import NO_SEQSCAN
 from tssd.db.retention import purge
 from tssd.db.scheduling import PENDING
@@ -97,8 +96,8 @@ async def _drive(services: Services, tmp_path: Path) -> None:
     volume = "V00042"
     claimed = await store.scheduling.claim_recalls(volume, "d0", 20)
     assert claimed
-    await store.finish(claimed[0].id, State.DONE, "read")
-    await store.transition([r.id for r in claimed[1:]], (State.ACTIVE,), State.QUEUED)
+    await store.finish(claimed[0].id, "read")
+    await store.requeue([r.id for r in claimed[1:]], "session ended")
     await scheduler.schedule_once(full=True)
     await scheduler.chooser.resync()
     await store.requeue_active("test")

@@ -37,7 +37,9 @@ def indexed(store: RequestStore) -> dict[str, object] | None:
 
 
 async def finish(store: RequestStore, request_id: int, state: State) -> None:
-    await store.transition([request_id], ("queued", "active"), state)
+    await store.scheduling.claim_ids([request_id])
+    ending = store.finish if state is State.DONE else store.fail
+    assert await ending(request_id, "test")
 
 
 async def test_obtain_creates_then_adopts_the_open_request(store: RequestStore) -> None:
@@ -49,7 +51,7 @@ async def test_obtain_creates_then_adopts_the_open_request(store: RequestStore) 
     # Another pool asks for the same file: the open request, whatever its path.
     again = await store.obtain(recall("/other/pool/0000ABCDEF"), adopt_finished=False)
     assert (again.created, again.row.id) == (False, first.row.id)
-    await store.transition([first.row.id], ("queued",), State.ACTIVE)
+    await store.scheduling.claim_ids([first.row.id])
     assert indexed(store)["state"] == "active"  # type: ignore[index]
 
 

@@ -9,16 +9,15 @@ test_store_contract_scheduling.py.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from sqlalchemy.exc import IntegrityError
 from store_contract import (
-    OPEN,
     STORES,
     activate,
+    end,
     history,
     migrate,
     open_store,
@@ -32,6 +31,7 @@ from tssd.db.interface import RequestStoreInterface
 from tssd.db.store import ListFilter
 from tssd.domain import Kind, State
 from tssd.errors import Conflict, NotFound
+from tssd.lifecycle import LIFECYCLE, Transition
 from tssd.submit import parse_submit
 from tssd.work import Noted
 
@@ -78,7 +78,7 @@ async def test_submit_attaches_to_the_open_request_of_a_key(store: RequestStoreI
 
 async def test_a_finished_request_does_not_hold_its_key(store: RequestStoreInterface) -> None:
     [first] = await submit(store, recall())
-    await store.transition([first], OPEN, State.FAILED)
+    await end(store, [first], State.FAILED)
     [(created, row)] = await store.submit([recall()])
     assert created and row.id != first
 
@@ -93,7 +93,7 @@ async def test_obtain_creates_then_adopts_open_and_unreported_finished(
     assert (first.created, first.reported, first.row.state) == (True, False, "queued")
     again = await store.obtain(recall(path="/elsewhere"), adopt_finished=False)
     assert (again.created, again.row.id) == (False, first.row.id)
-    await store.transition([first.row.id], OPEN, State.DONE)
+    await end(store, [first.row.id], State.DONE)
     done = await store.obtain(recall(), adopt_finished=True)
     assert (done.created, done.reported, done.row.id) == (False, False, first.row.id)
     # Another path, or adopting open requests only: a new recall.
@@ -104,11 +104,11 @@ async def test_obtain_does_not_adopt_a_reported_or_abandoned_request(
     store: RequestStoreInterface,
 ) -> None:
     first = await store.obtain(recall(), adopt_finished=True)
-    await store.transition([first.row.id], OPEN, State.DONE)
+    await end(store, [first.row.id], State.DONE)
     await store.mark_reported(first.row.id)
     second = await store.obtain(recall(), adopt_finished=True)
     assert second.created and second.row.id != first.row.id
-    await store.transition([second.row.id], OPEN, State.ABANDONED)
+    await end(store, [second.row.id], State.ABANDONED)
     assert (await store.obtain(recall(), adopt_finished=True)).created
 
 
@@ -117,14 +117,14 @@ async def test_obtain_answers_a_reissued_put_from_its_done_migration(
 ) -> None:
     first = await store.obtain(migrate(), adopt_finished=False)
     done = {"uri": "osm://osm/?bfid=B1", "bfid": "B1", "result_adler32": "0000abcd"}
-    await store.transition([first.row.id], OPEN, State.DONE, values=done)
+    await end(store, [first.row.id], State.DONE, **done)
     await store.mark_reported(first.row.id)
     again = await store.obtain(migrate(), adopt_finished=False)
     assert (again.created, again.reported, again.row.uri) == (False, True, done["uri"])
     # Once its tape copy is removed, the put writes the file again.
     removal = parse_submit({"kind": "remove", "bfid": "B1"})
     [(_, rm)] = await store.submit([removal])
-    await store.transition([rm.id], OPEN, State.DONE)
+    await end(store, [rm.id], State.DONE)
     assert (await store.obtain(migrate(), adopt_finished=False)).created
 
 
@@ -148,7 +148,7 @@ async def test_times_come_back_timezone_aware_at_the_instant_written(
     instant, not its wall time)."""
     [rid] = await submit(store, recall())
     finished = datetime(2026, 3, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))
-    await store.transition([rid], OPEN, State.DONE, values={"finished_at": finished})
+    await end(store, [rid], State.DONE, **{"finished_at": finished})
     row = await store.get(rid)
     [listed] = await store.list_requests(ListFilter())
     for stamp in (row.created_at, row.updated_at, row.finished_at, listed.created_at):
@@ -161,7 +161,7 @@ async def test_list_requests_filters_and_pages_in_id_order(store: RequestStoreIn
         store, recall("0001", queue="a"), recall("0002", queue="b"), recall("0003", queue="a")
     )
     await store.set_locations({ids[2]: ("VOL001", 7)})
-    await store.transition([ids[1]], OPEN, State.DONE)
+    await end(store, [ids[1]], State.DONE)
 
     async def listed(**fields: Any) -> list[int]:
         return [r.id for r in await store.list_requests(ListFilter(**fields))]
@@ -176,8 +176,8 @@ async def test_list_requests_filters_and_pages_in_id_order(store: RequestStoreIn
 
 async def test_query_reports_a_batch(store: RequestStoreInterface) -> None:
     ids = await submit(store, recall("0001", size=5), recall("0002", size=7), recall("0003"))
-    await store.transition([ids[0]], OPEN, State.DONE)
-    await store.transition([ids[1]], OPEN, State.FAILED, values={"error": "boom"})
+    await end(store, [ids[0]], State.DONE)
+    await end(store, [ids[1]], State.FAILED, **{"error": "boom"})
     result = await store.query([*ids, 999_999])
     assert {k: v for k, v in result["counts"].items() if v} == {"done": 1, "failed": 1, "queued": 1}
     assert set(result["counts"]) == {s.value for s in State}
@@ -189,7 +189,7 @@ async def test_query_reports_a_batch(store: RequestStoreInterface) -> None:
 async def test_counts_group_by_kind_queue_and_state(store: RequestStoreInterface) -> None:
     assert await store.counts() == []
     ids = await submit(store, recall("0001", queue="a"), recall("0002", queue="a"), migrate())
-    await store.transition([ids[1]], OPEN, State.CANCELLED)
+    await end(store, [ids[1]], State.CANCELLED)
     assert sorted(await store.counts()) == [
         ("migrate", "default", "queued", 1), ("recall", "a", "cancelled", 1),
         ("recall", "a", "queued", 1),
@@ -213,7 +213,7 @@ async def test_wait_returns_at_the_finish_or_the_timeout(store: RequestStoreInte
     await asyncio.sleep(0.05)
     await activate(store, [rid])
     assert not waiter.done()  # active is not finished
-    assert await store.finish(rid, State.DONE)
+    assert await store.finish(rid)
     row, finished = await asyncio.wait_for(waiter, 5.0)
     assert (row.state, finished) == ("done", True)
     with pytest.raises(NotFound):
@@ -223,7 +223,7 @@ async def test_wait_returns_at_the_finish_or_the_timeout(store: RequestStoreInte
 async def test_latest_finds_the_newest_request_of_a_file(store: RequestStoreInterface) -> None:
     assert await store.latest("recall", "00AA") is None
     [first] = await submit(store, recall())
-    await store.transition([first], OPEN, State.DONE)
+    await end(store, [first], State.DONE)
     found = await store.latest("recall", "00AA")
     assert found is not None and (found[0].id, found[0].state, found[1]) == (first, "done", False)
     await store.mark_reported(first)
@@ -243,7 +243,7 @@ async def test_mark_reported_records_the_report_once_finished(
         await store.mark_reported(rid)
     with pytest.raises(NotFound):
         await store.mark_reported(rid + 1000)
-    await store.transition([rid], OPEN, State.DONE)
+    await end(store, [rid], State.DONE)
     assert (await store.mark_reported(rid)).delivery == "claimed"
     assert (await store.mark_reported(rid)).state == "done"  # idempotent
     assert (await history(store, rid))[-1] == ("done", "done", "reported")
@@ -254,41 +254,41 @@ async def test_mark_reported_records_the_report_once_finished(
 
 async def test_cancel_finishes_an_open_request_only(store: RequestStoreInterface) -> None:
     [rid, other] = await submit(store, recall("0001"), recall("0002"))
-    row = await store.cancel(rid, "not needed")
+    row = await store.cancel_request(rid, "not needed")
     assert (row.state, row.error) == ("cancelled", "not needed")
     assert row.finished_at is not None
-    await store.transition([other], OPEN, State.DONE)
+    await end(store, [other], State.DONE)
     with pytest.raises(Conflict):
-        await store.cancel(other)
+        await store.cancel_request(other)
     assert await state_of(store, other) == "done"  # never overwritten
     with pytest.raises(NotFound):
-        await store.cancel(rid + 1000)
+        await store.cancel_request(rid + 1000)
 
 
 async def test_retry_requeues_a_failed_request(store: RequestStoreInterface) -> None:
     [rid] = await submit(store, recall())
     await activate(store, [rid])
-    await store.finish(rid, State.FAILED, "tape error", error="bad block", error_code=30)
+    await store.fail(rid, "tape error", error="bad block", error_code=30)
     store.work.clear()
-    row = await store.retry(rid)
+    row = await store.retry_request(rid)
     assert (row.state, row.error, row.error_code, row.finished_at, row.attempts) == (
         "queued", None, None, None, 0
     )  # fmt: skip
     assert store.work.is_set()
     with pytest.raises(Conflict):
-        await store.retry(rid)  # queued
+        await store.retry_request(rid)  # queued
     with pytest.raises(NotFound):
-        await store.retry(rid + 1000)
+        await store.retry_request(rid + 1000)
 
 
 async def test_retry_refuses_a_second_open_request_of_a_key(
     store: RequestStoreInterface,
 ) -> None:
     [first] = await submit(store, recall())
-    await store.cancel(first)
+    await store.cancel_request(first)
     [second] = await submit(store, recall())
     with pytest.raises(Conflict):
-        await store.retry(first)
+        await store.retry_request(first)
     assert (await state_of(store, first), await state_of(store, second)) == (
         "cancelled", "queued"
     )  # fmt: skip
@@ -297,25 +297,127 @@ async def test_retry_refuses_a_second_open_request_of_a_key(
 # -- scheduler side -------------------------------------------------------------------------
 
 
-async def test_transition_moves_only_requests_in_the_given_states(
+#: Each named transition of the ledger, applied to *ids*: the ids that moved.
+LEDGER: dict[Transition, Callable[[RequestStoreInterface, list[int]], Awaitable[list[int]]]] = {
+    Transition.REQUEUE: lambda store, ids: store.requeue(ids, "session ended"),
+    Transition.RELOCATE: lambda store, ids: store.relocate(ids, "copy moved"),
+    Transition.RESTART: lambda store, ids: store.restart(ids, "lease lost"),
+    Transition.REJECT: lambda store, ids: store.reject(ids, "NoCopy", error="e", error_code=2),
+    Transition.WITHDRAW: lambda store, ids: store.withdraw(ids, "withdrawn"),
+    Transition.CANCEL: lambda store, ids: store.cancel(ids, "cancelled"),
+    Transition.ABANDON: lambda store, ids: store.abandon(ids, "abandoned", error="e"),
+    Transition.RETRY: lambda store, ids: store.retry(ids, "retried"),
+}
+
+
+async def _one_by_one(
+    store: RequestStoreInterface, ids: list[int], transition: Transition
+) -> list[int]:
+    ending = store.finish if transition is Transition.FINISH else store.fail
+    return [i for i in ids if await ending(i, "read")]
+
+
+async def _claim(store: RequestStoreInterface, ids: list[int]) -> list[int]:
+    return sorted(r.id for r in await store.scheduling.claim_ids(ids, "d1"))  # type: ignore[attr-defined]
+
+
+async def _one_in_each_state(store: RequestStoreInterface) -> dict[State, int]:
+    """A request in every state, each of its own key."""
+    ids = await submit(store, *(recall(f"{n:04d}") for n in range(len(State))))
+    by_state = dict(zip(State, ids, strict=True))
+    await activate(store, [by_state[State.ACTIVE]])
+    for state in (State.DONE, State.FAILED, State.CANCELLED, State.ABANDONED):
+        await end(store, [by_state[state]], state)
+    return by_state
+
+
+@pytest.mark.parametrize("transition", list(Transition), ids=str)
+async def test_each_named_transition_moves_exactly_its_from_states(
+    store: RequestStoreInterface, transition: Transition
+) -> None:
+    by_state = await _one_in_each_state(store)
+    ids = list(by_state.values())
+    before = {i: (await store.get(i), await history(store, i)) for i in ids}
+    if transition is Transition.CLAIM:
+        moved = await _claim(store, ids)
+    elif transition in (Transition.FINISH, Transition.FAIL):
+        moved = await _one_by_one(store, ids, transition)
+    else:
+        moved = sorted(await LEDGER[transition](store, ids))
+    move = LIFECYCLE[transition]
+    assert moved == sorted(by_state[s] for s in move.sources)
+    for state, request_id in by_state.items():
+        row = await store.get(request_id)
+        if request_id in moved:
+            assert row.state == move.target
+            if transition is not Transition.CLAIM:
+                assert (await history(store, request_id))[-1][1] == move.target
+        else:  # untouched: no column written, no event
+            assert row.state == state
+            assert row.updated_at == before[request_id][0].updated_at
+            assert await history(store, request_id) == before[request_id][1]
+    assert await LEDGER.get(transition, _claim)(store, []) == []
+
+
+async def test_the_ledger_writes_the_columns_of_each_transition(
+    store: RequestStoreInterface,
+) -> None:
+    ids = await submit(store, recall("0001"), recall("0002"), recall("0003"), recall("0004"))
+    await store.set_locations({i: ("VOL1", 3) for i in ids})
+    await activate(store, ids, drive="d1")
+    assert await store.requeue(ids[:1], "transient backend error", error="busy") == ids[:1]
+    assert await store.relocate(ids[1:2], "copy moved") == ids[1:2]
+    assert await store.restart(ids[2:3], "lease lost") == ids[2:3]
+    assert await store.fail(ids[3], "Tape", error="bad block", error_code=30)
+    rows = [await store.get(i) for i in ids]
+    assert [(r.state, r.drive, r.volume, r.error) for r in rows] == [
+        ("queued", None, "VOL1", "busy"), ("queued", None, None, None),
+        ("queued", None, "VOL1", None), ("failed", "d1", "VOL1", "bad block"),
+    ]  # fmt: skip
+    assert [r.started_at is None for r in rows[:3]] == [False, False, True]
+    assert (rows[3].error_code, rows[3].finished_at is not None) == (30, True)
+    assert [(await history(store, i))[-1] for i in ids] == [
+        (None, "queued", "transient backend error"), (None, "queued", "copy moved"),
+        (None, "queued", "lease lost"), (None, "failed", "Tape"),
+    ]  # fmt: skip
+    assert await store.retry(ids[3:], "retried") == ids[3:]
+    row = await store.get(ids[3])
+    assert (row.state, row.error, row.error_code, row.finished_at, row.attempts) == (
+        "queued", None, None, None, 0
+    )  # fmt: skip
+    assert await store.reject(ids[3:], "NoCopy", error="gone", error_code=2) == ids[3:]
+    row = await store.get(ids[3])
+    assert (row.state, row.error, row.error_code, row.finished_at is not None) == (
+        "failed", "gone", 2, True
+    )  # fmt: skip
+
+
+async def test_withdraw_and_cancel_record_the_reason_as_the_error(
     store: RequestStoreInterface,
 ) -> None:
     ids = await submit(store, recall("0001"), recall("0002"), recall("0003"))
-    await store.transition([ids[2]], OPEN, State.DONE)
-    moved = await store.transition(
-        ids, ("queued",), State.ACTIVE, reason="mine", values={"drive": "d1"}
-    )
-    assert moved == ids[:2]
-    assert [(r.state, r.drive) for r in await store.list_requests(ListFilter())] == [
-        ("active", "d1"), ("active", "d1"), ("done", None)
+    await activate(store, ids[2:])
+    assert await store.withdraw(ids, "endit flush withdrawn") == ids[:2]  # not the active one
+    assert sorted(await store.cancel(ids, "request file withdrawn")) == ids[2:]
+    rows = [await store.get(i) for i in ids]
+    assert [(r.state, r.error) for r in rows] == [
+        ("cancelled", "endit flush withdrawn"), ("cancelled", "endit flush withdrawn"),
+        ("cancelled", "request file withdrawn"),
     ]  # fmt: skip
-    assert (await history(store, ids[0]))[-1] == (None, "active", "mine")
-    assert await store.transition([ids[0]], ("queued",), State.DONE) == []
-    assert await store.transition([], OPEN, State.DONE) == []
-    assert await store.transition([999_999], OPEN, State.DONE) == []
+    assert all(r.finished_at is not None for r in rows)
 
 
-async def test_transition_wakes_waiters_listeners_and_the_scheduler(
+async def test_abandon_keeps_the_finish_and_records_why(store: RequestStoreInterface) -> None:
+    [rid] = await submit(store, recall(delivery="claim"))
+    await end(store, [rid], State.DONE)
+    finished = (await store.get(rid)).finished_at
+    assert await store.abandon([rid], "unclaimed", error="part removed") == [rid]
+    row = await store.get(rid)
+    assert (row.state, row.error, row.finished_at) == ("abandoned", "part removed", finished)
+    assert await store.abandon([rid], "unclaimed", error="again") == []
+
+
+async def test_transitions_wake_waiters_listeners_and_the_scheduler(
     store: RequestStoreInterface,
 ) -> None:
     ids = await submit(store, recall("0001"), recall("0002"))
@@ -323,38 +425,38 @@ async def test_transition_wakes_waiters_listeners_and_the_scheduler(
     # Listeners are given at construction (tssd.app); the test adds one to the store made.
     store.notifier.listeners = (*store.notifier.listeners, heard.extend)
     event = store.notifier.watch(ids[0])
-    await store.transition(ids, OPEN, State.ACTIVE)
+    await activate(store, ids)
     assert not event.is_set() and heard == []
     store.work.clear()
     store.work.take()
-    await store.transition([ids[1]], ("active",), State.QUEUED)
+    await store.requeue([ids[1]], "session ended")
     assert store.work.is_set() and store.work.take() == Noted(everything=True)
-    await store.transition([ids[0]], ("active",), State.DONE)
+    await store.finish(ids[0], "read")
     assert event.is_set() and heard == [ids[0]]
     store.notifier.unwatch(ids[0], event)
 
 
-async def test_transition_keeps_one_open_request_per_key(store: RequestStoreInterface) -> None:
+async def test_retry_keeps_one_open_request_per_key(store: RequestStoreInterface) -> None:
     [first] = await submit(store, recall())
-    await store.transition([first], OPEN, State.FAILED)
+    await store.cancel([first], "test")
     [second, other] = await submit(store, recall(), recall("0002"))
-    await store.transition([other], OPEN, State.FAILED)
-    with pytest.raises(IntegrityError):
-        await store.transition([first, other], ("failed",), State.QUEUED)
+    await store.cancel([other], "test")
+    with pytest.raises(Conflict):
+        await store.retry([first, other], "retried")
     # Nothing moved: the change is all or nothing.
     assert [await state_of(store, i) for i in (first, second, other)] == [
-        "failed", "queued", "failed"
+        "cancelled", "queued", "cancelled"
     ]  # fmt: skip
 
 
 async def test_finish_changes_an_active_request_only(store: RequestStoreInterface) -> None:
     [rid, cancelled] = await submit(store, recall("0001"), recall("0002"))
-    assert not await store.finish(rid, State.DONE)  # queued, not active
+    assert not await store.finish(rid)  # queued, not active
     await activate(store, [rid, cancelled])
-    await store.cancel(cancelled)
-    assert not await store.finish(cancelled, State.DONE)
+    await store.cancel_request(cancelled)
+    assert not await store.finish(cancelled)
     assert await state_of(store, cancelled) == "cancelled"
-    assert await store.finish(rid, State.DONE, "read", result_adler32="0000abcd")
+    assert await store.finish(rid, "read", result_adler32="0000abcd")
     row = await store.get(rid)
     assert (row.state, row.result_adler32) == ("done", "0000abcd")
     assert row.finished_at is not None
@@ -397,7 +499,7 @@ async def test_the_poll_index_follows_every_change(store: RequestStoreInterface)
     await activate(store, [rid])
     entry = store.polls.lookup("recall", "00AA")
     assert entry is not None and entry.state == "active"
-    await store.finish(rid, State.DONE)
+    await store.finish(rid)
     assert store.polls.lookup("recall", "00AA") is None
     await submit(store, recall("0002"), recall("0003"))  # a batch is not indexed
     assert store.polls.lookup("recall", "0002") is None

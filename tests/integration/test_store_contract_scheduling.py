@@ -12,9 +12,9 @@ from typing import cast
 
 import pytest
 from store_contract import (
-    OPEN,
     STORES,
     activate,
+    end,
     history,
     migrate,
     open_store,
@@ -56,7 +56,7 @@ async def test_claim_recalls_takes_queued_recalls_of_a_volume_in_order(
     specs[5] = recall("0005", path="/full/fs/0005", queue="a", priority=5)
     ids = await submit(store, *specs)
     await store.set_locations({i: ("VOL001", 50 - 10 * n) for n, i in enumerate(ids)})
-    await store.transition([ids[3]], OPEN, State.CANCELLED)
+    await end(store, [ids[3]], State.CANCELLED)
     store.instance = "me"
     claimed = await claims.claim_recalls(
         "VOL001", "d1", 10, queues=frozenset({"a", "c"}), paused=frozenset({"c"}),
@@ -94,7 +94,7 @@ async def test_claim_removals_takes_the_oldest_queued_removals(
 ) -> None:
     removals = [parse_submit({"kind": "remove", "bfid": f"B{i}"}) for i in range(3)]
     ids = await submit(store, *removals, recall("0001"))
-    await store.transition([ids[0]], OPEN, State.CANCELLED)
+    await end(store, [ids[0]], State.CANCELLED)
     claimed = await claims.claim_removals(1)
     assert [(r.id, r.state, r.drive) for r in claimed] == [(ids[1], "active", None)]
     assert [r.id for r in await claims.claim_removals(10)] == [ids[2]]
@@ -107,11 +107,11 @@ async def test_claim_ids_takes_only_those_still_queued(
     """A request cancelled (or claimed) between the caller's read and its claim is not
     returned as claimed, and gets no ``queued -> active`` event."""
     ids = await submit(store, recall("0001"), recall("0002"), recall("0003"), recall("0004"))
-    await store.transition([ids[0]], OPEN, State.CANCELLED)
+    await end(store, [ids[0]], State.CANCELLED)
     await activate(store, [ids[1]])
     assert await claims.claim_ids([ids[0], ids[1]]) == []
     assert await history(store, ids[0]) == [(None, "queued", "submitted"),
-                                            (None, "cancelled", None)]  # fmt: skip
+                                            (None, "cancelled", "test")]  # fmt: skip
     taken = await claims.claim_ids([ids[2], ids[3], 999_999], "d1")
     assert sorted(r.id for r in taken) == ids[2:]
     assert [await state_of(store, i) for i in ids] == ["cancelled", "active", "active", "active"]
@@ -157,7 +157,7 @@ async def test_recall_volumes_and_unlocated_read_the_queue(
     ]  # fmt: skip
     assert [r.id for r in await reads.unlocated(1)] == [ids[3]]
     assert [r.id for r in await reads.unlocated(10)] == [ids[3], ids[6]]
-    await store.transition([ids[2]], OPEN, State.DONE)
+    await end(store, [ids[2]], State.DONE)
     assert await reads.volumes_with_recalls(["VOL1", "VOL2", "VOL3", "VOL9"]) == {"VOL1", "VOL3"}
     pending = {row[:6] async for row in reads.pending_recalls()}
     assert pending == {
@@ -173,7 +173,8 @@ async def test_migration_reads_leave_out_paused_queues(
         store, migrate("0001"), migrate("0002", size=30), migrate("0003", queue="p"),
         migrate("0004", storage_class="cms:raw", checksum=None), migrate("0005"),
     )  # fmt: skip
-    await store.transition([ids[4]], ("queued",), State.QUEUED, values={"attempts": 1})
+    await activate(store, [ids[4]])
+    await store.requeue([ids[4]], "session ended")  # queued again, attempts 1
     paused = frozenset({"p"})
     assert [r.id for r in await reads.unwritten_migrations(paused, 10)] == ids[:2]
     assert [r.id for r in await reads.unwritten_migrations(frozenset(), 2)] == ids[:2]

@@ -146,7 +146,7 @@ async def test_long_polls_read_the_database_only_when_woken(store: RequestStore)
     waiters = [asyncio.create_task(store.wait(r.id, timeout=4.5)) for r in rows]
     await asyncio.sleep(2.5)  # past the old 2 s re-read
     assert reads == len(rows)
-    await store.transition([r.id for r in rows[:100]], (State.QUEUED,), State.CANCELLED)
+    await store.cancel([r.id for r in rows[:100]], "cancelled by operator")
     finished = await asyncio.gather(*waiters[:100])
     assert all(done for _, done in finished)
     assert reads == len(rows) + 100

@@ -99,7 +99,8 @@ async def requests(store: RequestStore, kind: str) -> list[Request]:
 
 async def finish(store: RequestStore, row: Request, state: State, **values: Any) -> None:
     await store.scheduling.claim_ids([row.id])
-    await store.finish(row.id, state, "test", **values)
+    ending = store.finish if state is State.DONE else store.fail
+    await ending(row.id, "test", **values)
 
 
 async def test_stage_is_recorded_once_and_overwrite_keeps_it(
@@ -248,7 +249,7 @@ async def test_flush_unlinks_only_when_done(store: RequestStore, base: Path) -> 
     await finish(store, row, State.FAILED, error_code=1, error="drive on fire")
     await worker.after()
     assert (base / "out" / PNFSID).exists()  # no error channel: the file stays
-    await store.retry(row.id)  # an operator retries it
+    await store.retry_request(row.id)  # an operator retries it
     await worker.reconcile()
     await finish(store, row, State.DONE, result_adler32=adler)
     await worker.after()

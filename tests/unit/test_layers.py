@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tssd.bodies",
             "tssd.printable",  # the one control-character escaper of every renderer
             "tssd.work",  # the scheduler's work signal, which the store below it wakes
+            "tssd.lifecycle",  # the named transitions and the ledger the stores implement
             "tssd.shim.names",  # the name patterns; the rest of tssd.shim is a client
             "tssd.shim.endpoint",  # the clients' target and state directory, also config's
             "tssd.backends.catalog",  # the backends' catalog records and interfaces, db's too

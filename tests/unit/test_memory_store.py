@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from tssd.db.memory import MemoryStore
 from tssd.delivery import watching
-from tssd.domain import State
 from tssd.endit.context import Watches
 from tssd.submit import SubmitSpec, parse_submit
 
@@ -29,9 +28,9 @@ async def test_set_queue_changes_only_the_values_given(memory_store: MemoryStore
 async def test_events_are_the_history_of_one_request(memory_store: MemoryStore) -> None:
     results = await memory_store.submit([recall("0001"), recall("0002")])
     first, second = (row.id for _, row in results)
-    await memory_store.transition([first], ("queued",), State.ACTIVE, reason="d1")
+    await memory_store.scheduling.claim_ids([first], "d1")
     assert [(e.from_state, e.to_state, e.reason) for e in memory_store.events(first)] == [
-        (None, "queued", "submitted"), (None, "active", "d1")
+        (None, "queued", "submitted"), ("queued", "active", "d1")
     ]  # fmt: skip
     assert len(memory_store.events(second)) == 1
 
@@ -43,10 +42,10 @@ async def test_endit_watches_and_delivery_hear_finishes(memory_store: MemoryStor
     watches.add(first)
     watches.add(second)
     with watching(memory_store, second) as event:
-        await memory_store.cancel(second)
+        await memory_store.cancel_request(second)
         assert event.is_set()
-    await memory_store.transition([first], ("queued",), State.ACTIVE)
+    await memory_store.scheduling.claim_ids([first])
     assert watches.finished() == [second]
-    assert await memory_store.finish(first, State.DONE)
+    assert await memory_store.finish(first)
     assert sorted(watches.finished()) == [first, second]
     watches.close()

@@ -167,13 +167,13 @@ async def cancel_request(request: web.Request) -> web.Response:
     pool = request.get(ROLE) is Role.POOL
     if pool and not is_own(request, (await store.get(path_id(request))).owner_uid):
         raise Forbidden("a pool may cancel only the requests it submitted")
-    row = request_view(await store.cancel(path_id(request)))
+    row = request_view(await store.cancel_request(path_id(request)))
     log.info("request.cancelled", request_id=row.id, pnfsid=row.pnfsid)
     return web.json_response({"request": request_json(row)})
 
 
 async def retry_request(request: web.Request) -> web.Response:
-    row = request_view(await services(request).store.retry(path_id(request)))
+    row = request_view(await services(request).store.retry_request(path_id(request)))
     log.info("request.retried", request_id=row.id, pnfsid=row.pnfsid)
     return web.json_response({"request": request_json(row)})
 

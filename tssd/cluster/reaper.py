@@ -15,7 +15,6 @@ import structlog
 
 from tssd.db import cluster as db
 from tssd.db.engine import Sessions
-from tssd.db.models import State
 from tssd.db.store import RequestStore
 
 log = structlog.get_logger()
@@ -48,11 +47,5 @@ class Reaper:
         for request_id, owner in rows:
             by_owner.setdefault(owner or "", []).append(request_id)
         for owner, ids in by_owner.items():
-            moved = await self.store.transition(
-                ids,
-                (State.ACTIVE,),
-                State.QUEUED,
-                reason=f"instance {owner} lost its lease",
-                values={"drive": None, "started_at": None},
-            )
+            moved = await self.store.restart(ids, f"instance {owner} lost its lease")
             log.warning("cluster.requests_requeued", instance=owner, count=len(moved))

@@ -1,8 +1,9 @@
-"""What both request stores do the same way, written once on their own ``get``,
-``transition``, ``notifier`` and ``work``: an operator's cancel and retry, a client's wait.
+"""What both request stores do the same way, written once on their own ``get``, ledger
+(:mod:`tssd.db.ledger`), ``notifier`` and ``work``: an operator's cancel and retry, a
+client's wait.
 
 :class:`tssd.db.store.RequestStore` and the in-memory :class:`tssd.db.memory.MemoryStore`
-inherit these: cancel and retry are a conditional transition plus the answer an operator
+inherit these: cancel and retry are the ledger's transition plus the answer an operator
 needs when it did not apply; wait reads the request when woken by a transition.
 """
 
@@ -10,20 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Sequence
+from typing import Protocol
 
-from sqlalchemy.exc import IntegrityError
-
-from tssd.db.models import Request, utcnow
+from tssd.db.ledger import Ledger
+from tssd.db.models import Request
 from tssd.db.notifier import Notifier
-from tssd.domain import OPEN_STATES, State
+from tssd.domain import State
 from tssd.errors import Conflict
+from tssd.lifecycle import Transition, sources
 from tssd.work import WorkSignal
 
 
 class Transitions(Protocol):
-    """What the actions need of their store."""
+    """What the actions need of their store: the ledger's cancel and retry."""
 
     @property
     def notifier(self) -> Notifier: ...
@@ -33,52 +34,34 @@ class Transitions(Protocol):
 
     async def get(self, request_id: int) -> Request: ...
 
-    def transition(
-        self,
-        ids: Sequence[int],
-        from_states: Iterable[str],
-        to_state: State,
-        *,
-        reason: str | None = None,
-        values: dict[str, Any] | None = None,
-    ) -> Awaitable[list[int]]: ...
+    def cancel(self, ids: Sequence[int], reason: str) -> Awaitable[list[int]]: ...
+
+    def retry(self, ids: Sequence[int], reason: str) -> Awaitable[list[int]]: ...
 
 
-class OperatorActions:
-    """``cancel``, ``retry`` and ``wait`` for a store with ``get``, ``transition``,
-    ``notifier`` and ``work``."""
+class OperatorActions(Ledger):
+    """``cancel_request``, ``retry_request`` and ``wait`` for a store with ``get``, the
+    ledger's transitions, ``notifier`` and ``work``."""
 
-    async def cancel(
+    async def cancel_request(
         self: Transitions, request_id: int, reason: str = "cancelled by operator"
     ) -> Request:
         """Cancel an open request; :class:`Conflict` if it had already ended."""
-        changed = await self.transition(
-            [request_id],
-            OPEN_STATES,
-            State.CANCELLED,
-            reason=reason,
-            values={"error": reason, "finished_at": utcnow()},
-        )
+        changed = await self.cancel([request_id], reason)
         row = await self.get(request_id)
         if not changed:
             raise Conflict(f"request {request_id} is already {row.state}")
         return row
 
-    async def retry(self: Transitions, request_id: int) -> Request:
+    async def retry_request(self: Transitions, request_id: int) -> Request:
         """Queue a failed or cancelled request again; :class:`Conflict` if it is in
         another state or another open request of its key exists."""
         row = await self.get(request_id)
-        if row.state not in (State.FAILED, State.CANCELLED):
+        if row.state not in sources(Transition.RETRY):
             raise Conflict(f"request {request_id} is {row.state}: only failed or cancelled")
         try:
-            changed = await self.transition(
-                [request_id],
-                (State.FAILED, State.CANCELLED),
-                State.QUEUED,
-                reason="retried by operator",
-                values={"error": None, "error_code": None, "finished_at": None, "attempts": 0},
-            )
-        except IntegrityError:
+            changed = await self.retry([request_id], "retried by operator")
+        except Conflict:
             raise Conflict(f"another open {row.kind} request exists for {row.key}") from None
         if not changed:
             raise Conflict(f"request {request_id} changed state meanwhile")

@@ -36,13 +36,19 @@ from sqlalchemy import (
 from tssd.db.events import REQUESTS
 from tssd.db.models import UNLOCATED_SQL, Request
 from tssd.db.plans import unindexed
-from tssd.domain import Kind, State
+from tssd.domain import Kind
+from tssd.lifecycle import Transition, sources, target
 
 C = REQUESTS.c
 #: The attribute of :class:`Request` for each column of the table, in column order.
 _ATTRS = tuple(inspect(Request).get_property_by_column(c).key for c in REQUESTS.c)
 #: A new, empty Request with its ORM state (the ORM's loader makes instances so too).
 _NEW = inspect(Request).class_manager.new_instance
+
+#: The one state a claim takes requests from, and the state it moves them to (the
+#: lifecycle's ``claim``, tssd.lifecycle).
+[_QUEUED] = sources(Transition.CLAIM)
+_ACTIVE = target(Transition.CLAIM).value
 
 #: Sort keys of the returned rows (RETURNING keeps no order): the subquery's ORDER BY.
 BY_POSITION = "position"
@@ -101,9 +107,9 @@ def _activating(chosen: ColumnElement[bool]) -> Update:
     return (
         REQUESTS.update()
         # Through coalesce: the ids are the look-up, no state index competes (tssd.db.plans).
-        .where(chosen, unindexed(C.state) == State.QUEUED.value)
+        .where(chosen, unindexed(C.state) == _QUEUED)
         .values(
-            state=State.ACTIVE.value,
+            state=_ACTIVE,
             drive=bindparam("b_drive"),
             started_at=now,
             updated_at=now,
@@ -147,7 +153,7 @@ def recall_claim(
     has them, ``b_min_priority`` and ``b_after``."""
     chosen = select(C.id).where(
         C.kind == Kind.RECALL.value,
-        C.state == State.QUEUED.value,
+        C.state == _QUEUED,
         C.volume == bindparam("b_volume"),
     )
     if queues is not None:
@@ -169,7 +175,7 @@ def migration_claim(paused: tuple[str, ...], postgres: bool) -> Claim:
         select(C.id)
         .where(
             C.kind == Kind.MIGRATE.value,
-            C.state == State.QUEUED.value,
+            C.state == _QUEUED,
             C.storage_class == bindparam("b_storage_class"),
             *unpaused_c(paused),
         )
@@ -184,7 +190,7 @@ def removal_claim(postgres: bool) -> Claim:
     """Claim of the oldest queued removals; binds ``b_n``."""
     chosen = (
         select(C.id)
-        .where(C.kind == Kind.REMOVE.value, C.state == State.QUEUED.value)
+        .where(C.kind == Kind.REMOVE.value, C.state == _QUEUED)
         .order_by(C.id)
         .limit(bindparam("b_n", type_=Integer))
     )
@@ -197,7 +203,7 @@ def ids_claim(postgres: bool) -> Claim:
     if not postgres:
         return Claim(_BY_IDS)
     chosen = select(C.id).where(
-        C.id.in_(bindparam("b_ids", expanding=True)), unindexed(C.state) == State.QUEUED.value
+        C.id.in_(bindparam("b_ids", expanding=True)), unindexed(C.state) == _QUEUED
     )
     return _claiming(chosen, postgres)
 
@@ -217,7 +223,7 @@ def claimable_volumes(paused: tuple[str, ...], held: tuple[str, ...], first: boo
     priority and its oldest id."""
     queued = (
         C.kind == Kind.RECALL.value,
-        C.state == State.QUEUED.value,
+        C.state == _QUEUED,
         C.volume.is_not(None),
         *unpaused_c(paused),
         *outside_c(held),

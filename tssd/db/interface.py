@@ -8,11 +8,13 @@ memory. The rules every implementation keeps:
 
 - At most one *open* (queued or active) request per ``(kind, key)``: submitting the same
   key again attaches to it, which makes every submission idempotent.
-- Every state change is conditional: a request moves only out of the states its caller
-  names, so a request finished, cancelled or claimed elsewhere is never overwritten.
+- Every state change is a named transition of :class:`~tssd.lifecycle.RequestLedger`
+  and conditional: a request moves only out of the states :data:`tssd.lifecycle.LIFECYCLE`
+  names for it, so a request finished, cancelled or claimed elsewhere is never
+  overwritten.
 - Every state change appends an event (the request's history); a finish wakes the
   waiters of :attr:`notifier`, new or requeued work wakes :attr:`work`.
-- ``transition``, ``requeue_active`` and ``set_locations`` are declared as returning an
+- The transitions, ``requeue_active`` and ``set_locations`` are declared as returning an
   awaitable, not as ``async def``: the SQL store wraps them in ``db_retry``, which does.
 - Rows returned are snapshots (detached :class:`~tssd.db.models.Request` objects or rows
   with the same attributes): changing one changes nothing stored.
@@ -35,7 +37,8 @@ from tssd.db.mounts import DriveInfo
 from tssd.db.notifier import Notifier
 from tssd.db.polls import Obtained, PollIndex
 from tssd.db.store import ListFilter
-from tssd.domain import Kind, State
+from tssd.domain import Kind
+from tssd.lifecycle import RequestLedger
 from tssd.submit import SubmitSpec
 from tssd.work import WorkSignal
 
@@ -47,8 +50,9 @@ PendingRow = tuple[int, str | None, int | None, int | None, int | None, str | No
 
 
 @runtime_checkable
-class RequestStoreInterface(Protocol):
-    """Every request's state, and every change of it; see the module docstring."""
+class RequestStoreInterface(RequestLedger, Protocol):
+    """Every request's state, and every change of it (the named transitions of
+    :class:`~tssd.lifecycle.RequestLedger`); see the module docstring."""
 
     #: Waiters on requests and listeners of finished ones.
     notifier: Notifier
@@ -133,45 +137,21 @@ class RequestStoreInterface(Protocol):
 
     # -- operator actions ---------------------------------------------------------------
 
-    async def cancel(self, request_id: int, reason: str = "cancelled by operator") -> Request:
-        """Cancel an open request (``error`` = *reason*, ``finished_at`` set) and wake its
-        waiters. Raises :class:`~tssd.errors.Conflict` when it is finished already (it is
+    async def cancel_request(
+        self, request_id: int, reason: str = "cancelled by operator"
+    ) -> Request:
+        """The ledger's ``cancel`` of one open request, for an operator: the cancelled
+        row. Raises :class:`~tssd.errors.Conflict` when it is finished already (it is
         left as it is) and :class:`~tssd.errors.NotFound` for an unknown id."""
         ...
 
-    async def retry(self, request_id: int) -> Request:
-        """Queue a failed or cancelled request again (error, finish time and attempts
-        cleared). Raises :class:`~tssd.errors.Conflict` for any other state, or when
+    async def retry_request(self, request_id: int) -> Request:
+        """The ledger's ``retry`` of one failed or cancelled request, for an operator:
+        the queued row. Raises :class:`~tssd.errors.Conflict` for any other state, or when
         another open request of its kind and key exists; NotFound for an unknown id."""
         ...
 
     # -- scheduler side -----------------------------------------------------------------
-
-    def transition(
-        self,
-        ids: Sequence[int],
-        from_states: Iterable[str],
-        to_state: State,
-        *,
-        reason: str | None = None,
-        values: dict[str, Any] | None = None,
-    ) -> Awaitable[list[int]]:
-        """Move those of *ids* now in *from_states* to *to_state*, setting *values* (column
-        attributes) and ``updated_at``; return the ids that moved, the others untouched.
-
-        Each moved request gets an event (``from_state`` None). Finishing wakes waiters
-        and the notifier's listeners; moving to queued wakes ``work`` (``requeued``:
-        a pass looks at everything). Reopening a request whose key has another open request raises
-        :class:`sqlalchemy.exc.IntegrityError` (the open-key rule), moving nothing.
-        """
-        ...
-
-    async def finish(
-        self, request_id: int, state: State, reason: str | None = None, **values: Any
-    ) -> bool:
-        """Finish an *active* request (``finished_at`` defaults to now); False, and nothing
-        changed, if it is not active (cancelled meanwhile, say)."""
-        ...
 
     def requeue_active(self, reason: str) -> Awaitable[int]:
         """At start-up: active requests go back to the queue (drive and start cleared);

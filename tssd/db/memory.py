@@ -14,7 +14,7 @@ event loop each is atomic, as a transaction is. Reads return fresh transient
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import SimpleNamespace
@@ -30,6 +30,7 @@ from tssd.db.polls import REPORTED, Obtained, PollIndex, adoptable, new_request,
 from tssd.db.store import ListFilter
 from tssd.domain import OPEN_STATES, Kind, State
 from tssd.errors import Conflict, NotFound
+from tssd.lifecycle import LIFECYCLE, Transition, sources, target
 from tssd.submit import SubmitSpec
 from tssd.work import WorkSignal
 
@@ -236,17 +237,20 @@ class MemoryStore(OperatorActions):
 
     # -- scheduler side -----------------------------------------------------------------
 
-    async def transition(
+    async def _apply(
         self,
+        transition: Transition,
         ids: Sequence[int],
-        from_states: Iterable[str],
-        to_state: State,
         *,
         reason: str | None = None,
         values: dict[str, Any] | None = None,
     ) -> list[int]:
-        sources = set(from_states)
-        moved = list(dict.fromkeys(i for i in ids if self._rows.get(i, {}).get("state") in sources))
+        """The ledger's conditional move (``RequestStore._apply``)."""
+        from_states = set(sources(transition))
+        to_state = target(transition)
+        moved = list(
+            dict.fromkeys(i for i in ids if self._rows.get(i, {}).get("state") in from_states)
+        )
         changes = {"state": to_state.value, "updated_at": utcnow(), **(values or {})}
         unknown = set(changes) - set(_BLANK)
         if unknown:
@@ -286,15 +290,6 @@ class MemoryStore(OperatorActions):
                 raise IntegrityError("transition", None, ValueError("uq_requests_open_key"))
             opening.add(ident)
 
-    async def finish(
-        self, request_id: int, state: State, reason: str | None = None, **values: Any
-    ) -> bool:
-        values.setdefault("finished_at", utcnow())
-        moved = await self.transition(
-            [request_id], (State.ACTIVE,), state, reason=reason, values=values
-        )
-        return bool(moved)
-
     async def requeue_active(self, reason: str) -> int:
         ids = [
             i
@@ -302,14 +297,7 @@ class MemoryStore(OperatorActions):
             if v["state"] == State.ACTIVE
             and (self.instance is None or v["instance"] in (None, self.instance))
         ]
-        moved = await self.transition(
-            ids,
-            (State.ACTIVE,),
-            State.QUEUED,
-            reason=reason,
-            values={"drive": None, "started_at": None},
-        )
-        return len(moved)
+        return len(await self.restart(ids, reason))
 
     async def set_locations(self, located: dict[int, tuple[str, int]]) -> None:
         for request_id, (volume, position) in located.items():
@@ -318,13 +306,14 @@ class MemoryStore(OperatorActions):
 
     def _claim(self, ids: Sequence[int], drive: str | None) -> list[Request]:
         """Move queued *ids* to active on *drive* (the one write of every claim)."""
-        now = utcnow()
+        now, active = utcnow(), target(Transition.CLAIM)
         for request_id in ids:
             row = self._rows[request_id]
-            row.update(state=State.ACTIVE.value, drive=drive, started_at=now, updated_at=now,
+            row.update(state=active.value, drive=drive, started_at=now, updated_at=now,
                        attempts=row["attempts"] + 1, instance=self.instance)  # fmt: skip
-        self._event(ids, State.QUEUED, State.ACTIVE, drive)
-        self.polls.moved(ids, State.ACTIVE)
+        [queued] = LIFECYCLE[Transition.CLAIM].sources
+        self._event(ids, queued, active, drive)
+        self.polls.moved(ids, active)
         return [self._snapshot(i) for i in ids]
 
     # -- helpers ------------------------------------------------------------------------

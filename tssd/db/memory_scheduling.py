@@ -13,10 +13,14 @@ from typing import Any
 
 from tssd.db.interface import PendingRow
 from tssd.db.models import Request
-from tssd.domain import OPEN_STATES, Kind, State
+from tssd.domain import OPEN_STATES, Kind
+from tssd.lifecycle import Transition, sources
 
 Row = dict[str, Any]
 Claim = Callable[[Sequence[int], str | None], list[Request]]
+
+#: The states a claim takes requests from (the lifecycle's ``claim``).
+_CLAIMABLE = sources(Transition.CLAIM)
 
 
 class MemoryScheduling:
@@ -124,7 +128,7 @@ class MemoryScheduling:
 
     async def claim_ids(self, ids: Iterable[int], drive: str | None = None) -> list[Request]:
         wanted = set(ids)
-        found = [i for i, v in self._rows.items() if i in wanted and v["state"] == State.QUEUED]
+        found = [i for i, v in self._rows.items() if i in wanted and v["state"] in _CLAIMABLE]
         return self._claim(found, drive)
 
     def _queued(self, kind: Kind, paused: frozenset[str]) -> list[Row]:
@@ -133,7 +137,7 @@ class MemoryScheduling:
         return [
             v
             for v in self._rows.values()
-            if v["kind"] == kind and v["state"] == State.QUEUED and v["queue"] not in paused
+            if v["kind"] == kind and v["state"] in _CLAIMABLE and v["queue"] not in paused
         ]
 
     def _take(self, found: list[Row], drive: str | None, limit: int) -> list[Request]:

@@ -22,6 +22,7 @@ from tssd.db.events import insert_events
 from tssd.db.models import Request, utcnow
 from tssd.db.polls import PollIndex
 from tssd.domain import Kind, State
+from tssd.lifecycle import LIFECYCLE, Transition, target
 
 #: A queued recall as the planner loads it: id, volume, position, size, priority, queue,
 #: created_at.
@@ -228,7 +229,7 @@ class Scheduling(Candidates):
         store = self.store
         bound = {**params, "b_drive": drive, "b_now": utcnow(), "b_instance": store.instance}
         rows = await in_transaction(store.engine, _claim, stmt, bound, order, drive)
-        store.polls.moved([r.id for r in rows], State.ACTIVE)
+        store.polls.moved([r.id for r in rows], target(Transition.CLAIM))
         return rows
 
 
@@ -241,7 +242,8 @@ def _claim(
             return []
         bound = {**bound, "b_ids": ids}
     rows = claims.in_order(claims.as_requests(conn.execute(stmt.update, bound)), order)
-    insert_events(conn, [r.id for r in rows], State.QUEUED, State.ACTIVE, drive)
+    [queued] = LIFECYCLE[Transition.CLAIM].sources
+    insert_events(conn, [r.id for r in rows], queued, target(Transition.CLAIM), drive)
     return rows
 
 

@@ -9,7 +9,7 @@ PostgreSQL database: claims (``store.scheduling``, :mod:`tssd.db.scheduling`) us
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,7 @@ from tssd.db.statistics import Upkeep
 from tssd.db.submits import SqliteWriter, record, sqlite_file
 from tssd.domain import Kind, State
 from tssd.errors import Conflict, NotFound
+from tssd.lifecycle import Transition, sources, target
 from tssd.submit import SubmitSpec
 from tssd.work import WorkSignal
 
@@ -76,9 +77,10 @@ class ListFilter:
 class RequestStore(OperatorActions):
     """Every change of a request's state, and the reads that must agree with them.
 
-    Each method is one transaction; a transition happens only from the states it names,
-    so concurrent sessions, cancels and other instances never overwrite each other. Every
-    change keeps the *notifier* (wake-ups) and the poll index (tss-hsm's reads) current.
+    Each method is one transaction; a transition happens only from the states the
+    lifecycle (tssd.lifecycle) names for it, so concurrent sessions, cancels and other
+    instances never overwrite each other. Every change keeps the *notifier* (wake-ups)
+    and the poll index (tss-hsm's reads) current.
     *instance* is this daemon's id when several share the database (tssd.cluster).
     """
 
@@ -289,24 +291,26 @@ class RequestStore(OperatorActions):
     # -- scheduler side ---------------------------------------------------------------
 
     @db_retry
-    async def transition(
+    async def _apply(
         self,
+        transition: Transition,
         ids: Sequence[int],
-        from_states: Iterable[str],
-        to_state: State,
         *,
         reason: str | None = None,
         values: dict[str, Any] | None = None,
     ) -> list[int]:
-        """Move requests in *from_states* to *to_state*; return the ids that moved."""
+        """Move those of *ids* in *transition*'s from-states to its to-state (the table
+        of tssd.lifecycle); return the ids that moved. The ledger's methods call this."""
         if not ids:
             return []
+        to_state = target(transition)
         # Core statements on a bare connection, the transaction in one greenlet: an ORM
         # session and its bookkeeping cost more than the UPDATE itself, and this runs
         # once per file.
         params = {"state": to_state.value, "updated_at": utcnow(), **(values or {})}
+        from_states = list(sources(transition))
         rows = await in_transaction(
-            self.engine, _transition, list(ids), list(from_states), params, to_state, reason
+            self.engine, _transition, list(ids), from_states, params, to_state, reason
         )
         moved = [r[0] for r in rows]
         if rows and self.outcomes is not None and to_state in COUNTED:
@@ -318,16 +322,6 @@ class RequestStore(OperatorActions):
             # Requeued work of any kind: the next scheduling pass looks at everything.
             self.work.requeued()
         return moved
-
-    async def finish(
-        self, request_id: int, state: State, reason: str | None = None, **values: Any
-    ) -> bool:
-        """Finish an active request; False if it was cancelled meanwhile."""
-        values.setdefault("finished_at", utcnow())
-        moved = await self.transition(
-            [request_id], (State.ACTIVE,), state, reason=reason, values=values
-        )
-        return bool(moved)
 
     @db_retry
     async def requeue_active(self, reason: str) -> int:
@@ -342,14 +336,7 @@ class RequestStore(OperatorActions):
             stmt = stmt.where(mine)
         async with self.sessions() as session:
             ids = list((await session.scalars(stmt)).all())
-        moved = await self.transition(
-            ids,
-            (State.ACTIVE,),
-            State.QUEUED,
-            reason=reason,
-            values={"drive": None, "started_at": None},
-        )
-        return len(moved)
+        return len(await self.restart(ids, reason))
 
     @db_retry
     async def set_locations(self, located: dict[int, tuple[str, int]]) -> None:
@@ -375,7 +362,7 @@ def _transition(
     to_state: State,
     reason: str | None,
 ) -> list[tuple[int, str, str]]:
-    """:meth:`RequestStore.transition` inside its transaction: (id, kind, queue) of each
+    """:meth:`RequestStore._apply` inside its transaction: (id, kind, queue) of each
     request that moved."""
     moved: list[tuple[int, str, str]] = []
     if len(ids) == 1:

@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from tssd.config.storage_classes import StorageClassRefused, check_admitted
-from tssd.db.models import Kind, Request, State, utcnow
+from tssd.db.models import Kind, Request, State
 from tssd.endit import protocol
 from tssd.endit.context import DirContext, RequestBook, Watches, in_thread
 from tssd.endit.protocol import OutFile, Version
@@ -137,13 +137,7 @@ class FlushBook(RequestBook[Flush]):
         ids = [f.request_id for f in gone if not f.foreign and f.request_id is not None]
         # An active migration is reading the file and will fail by itself.
         reason = "endit flush withdrawn"
-        await self.ctx.store.transition(
-            ids,
-            (State.QUEUED,),
-            State.CANCELLED,
-            reason=reason,
-            values={"error": reason, "finished_at": utcnow()},
-        )
+        await self.ctx.store.withdraw(ids, reason)
         for flush in gone:
             self._forget(flush)
 

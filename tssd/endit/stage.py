@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from tssd.db.models import OPEN_STATES, Kind, Request, State, utcnow
+from tssd.db.models import Kind, Request, State
 from tssd.endit import protocol
 from tssd.endit.context import DirContext, RequestBook, Watches, in_thread
 from tssd.endit.protocol import RequestFile, Version
@@ -237,13 +237,7 @@ class StageBook(RequestBook[Stage]):
             return 0
         ours = [s.request_id for s in due if not s.foreign and s.request_id is not None]
         reason = "endit request file withdrawn"
-        moved = await self.ctx.store.transition(
-            ours,
-            OPEN_STATES,
-            State.CANCELLED,
-            reason=reason,
-            values={"error": reason, "finished_at": utcnow()},
-        )
+        moved = await self.ctx.store.cancel(ours, reason)
         for stage in due:
             self._forget(stage)
         if moved:

@@ -12,7 +12,6 @@ import structlog
 from tssd.backends.base import TapeBackend, TapeCopy
 from tssd.db.models import Request, utcnow
 from tssd.db.store import RequestStore
-from tssd.domain import State
 from tssd.errors import ObjectNotFound, PermanentBackendError, TssdError
 from tssd.retry import Retrier
 from tssd.scheduler.copies import cover_copies
@@ -147,14 +146,14 @@ class Intake:
             # Removing what is already gone succeeds: dCache may repeat a remove.
             log.info("remove.absent", request_id=row.id, bfid=bfid)
         except TssdError as exc:
-            await self.store.finish(
-                row.id, State.FAILED, type(exc).__name__, error=str(exc), error_code=exc.exit_code
+            await self.store.fail(
+                row.id, type(exc).__name__, error=str(exc), error_code=exc.exit_code
             )
             log.warning(
                 "request.failed", kind="remove", request_id=row.id, bfid=bfid, error=str(exc)
             )
             return
-        await self.store.finish(row.id, State.DONE, "removed")
+        await self.store.finish(row.id, "removed")
         log.info("request.done", kind="remove", request_id=row.id, bfid=bfid)
 
     async def _remove_copies(self, row: Request, bfid: str) -> None:
@@ -212,13 +211,7 @@ class Intake:
         return [(sc or "", n, int(b or 0), _age(now, oldest)) for sc, n, b, oldest in rows]
 
     async def _fail(self, ids: Sequence[int], exc: PermanentBackendError) -> None:
-        await self.store.transition(
-            ids,
-            (State.QUEUED,),
-            State.FAILED,
-            reason=type(exc).__name__,
-            values={"error": str(exc), "error_code": exc.exit_code, "finished_at": utcnow()},
-        )
+        await self.store.reject(ids, type(exc).__name__, error=str(exc), error_code=exc.exit_code)
         log.warning("request.failed", kind="recall", count=len(ids), error=str(exc))
 
 

@@ -286,13 +286,7 @@ class SessionRunner(WritableBatches):
         finally:
             self.tiers.batch_done(drive.name)
             # Whatever the session did not get to goes back to the queue.
-            moved = await self.store.transition(
-                list(pending),
-                (State.ACTIVE,),
-                State.QUEUED,
-                reason="session ended",
-                values={"drive": None},
-            )
+            moved = await self.store.requeue(list(pending), "session ended")
             self._given_back(moved)
             await self.drives.flush_stats(drive)
 
@@ -319,13 +313,7 @@ class SessionRunner(WritableBatches):
             for request_id in moved:
                 pending.pop(request_id, None)
                 self._claimed_entries.pop(request_id, None)
-            await self.store.transition(
-                moved,
-                (State.ACTIVE,),
-                State.QUEUED,
-                reason="copy moved",
-                values={"volume": None, "position": None, "drive": None},
-            )
+            await self.store.relocate(moved, "copy moved")
         return by_item
 
     async def _finish_read(self, drive: DriveState, request: Request, result: ReadResult) -> None:
@@ -349,7 +337,7 @@ class SessionRunner(WritableBatches):
         self.drives.account(drive, result.nbytes, result.transfer_s, result.locate_s)
         self.metrics.transfer_bytes_total.labels(kind="recall").inc(result.nbytes)
         if await self.store.finish(
-            request.id, State.DONE, "recalled", result_adler32=result.adler32, size=result.nbytes
+            request.id, "recalled", result_adler32=result.adler32, size=result.nbytes
         ):
             self._observe(request, State.DONE)
             log.info("request.done", kind="recall", bytes=result.nbytes, **fields)
@@ -368,17 +356,14 @@ class SessionRunner(WritableBatches):
             # reads it again.
             self.retrier.later(
                 request.attempts,
-                lambda: self.store.transition(
-                    [request.id], (State.ACTIVE,), State.QUEUED, reason="transient backend error",
-                    values={"drive": None, "error": str(exc)},
+                lambda: self.store.requeue(
+                    [request.id], "transient backend error", error=str(exc)
                 ),
                 request_id=request.id,
             )  # fmt: skip
             return
         code = error_code(exc)
-        if await self.store.finish(
-            request.id, State.FAILED, type(exc).__name__, error=str(exc), error_code=code
-        ):
+        if await self.store.fail(request.id, type(exc).__name__, error=str(exc), error_code=code):
             self._observe(request, State.FAILED)
             log.warning(
                 "request.failed", kind=request.kind, error=str(exc), error_code=code, **fields
@@ -387,10 +372,7 @@ class SessionRunner(WritableBatches):
     async def _requeue(self, held: list[Request], pending: dict[int, Request], why: str) -> None:
         for request in held:
             pending.pop(request.id, None)
-        moved = await self.store.transition(
-            [r.id for r in held], (State.ACTIVE,), State.QUEUED, reason=why,
-            values={"drive": None},
-        )  # fmt: skip
+        moved = await self.store.requeue([r.id for r in held], why)
         self._given_back(moved)
 
     def _observe(self, request: Request, outcome: State) -> None:

@@ -98,13 +98,7 @@ class WritableBatches:
         finally:
             if volume is not None and volume != held:
                 self.reservations.release_volume(volume)
-            await self.store.transition(
-                list(pending),
-                (State.ACTIVE,),
-                State.QUEUED,
-                reason="session ended",
-                values={"drive": None},
-            )
+            await self.store.requeue(list(pending), "session ended")
             await self.drives.flush_stats(drive)
 
     async def _take_volume(self, drive: DriveState, volume: str) -> None:
@@ -140,7 +134,6 @@ class WritableBatches:
         )
         if await self.store.finish(
             request.id,
-            State.DONE,
             "migrated",
             uri=uri,
             bfid=copy.bfid,
