@@ -15,8 +15,8 @@ import structlog
 
 from tssd.db import cluster as db
 from tssd.db.engine import Sessions
-from tssd.db.models import State
 from tssd.db.store import RequestStore
+from tssd.domain import State
 
 log = structlog.get_logger()
 

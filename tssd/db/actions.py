@@ -15,9 +15,9 @@ from typing import Any, Protocol
 
 from sqlalchemy.exc import IntegrityError
 
-from tssd.db.models import Request, utcnow
+from tssd.db.models import utcnow
 from tssd.db.notifier import Notifier
-from tssd.domain import OPEN_STATES, State
+from tssd.domain import OPEN_STATES, Request, State
 from tssd.errors import Conflict
 from tssd.work import WorkSignal
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import structlog
 
+from tssd.clock import utcnow
 from tssd.config.storage_classes import StorageClassRefused, check_admitted
-from tssd.db.models import Kind, Request, State, utcnow
+from tssd.domain import Kind, Request, State
 from tssd.endit import protocol
 from tssd.endit.context import DirContext, RequestBook, Watches, in_thread
 from tssd.endit.protocol import OutFile, Version

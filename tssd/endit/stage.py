@@ -20,7 +20,8 @@ from typing import Any
 
 import structlog
 
-from tssd.db.models import OPEN_STATES, Kind, Request, State, utcnow
+from tssd.clock import utcnow
+from tssd.domain import OPEN_STATES, Kind, Request, State
 from tssd.endit import protocol
 from tssd.endit.context import DirContext, RequestBook, Watches, in_thread
 from tssd.endit.protocol import RequestFile, Version
