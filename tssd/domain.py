@@ -84,10 +84,6 @@ class Request:
     owner_uid: int | None
 
 
-#: The older name of :class:`Request`, which the API's JSON shaping and ``why`` still use.
-RequestView = Request
-
-
 @dataclass(frozen=True, slots=True)
 class Drive:
     """A tape drive as recorded in the database (the ``drives`` row): what another

@@ -31,10 +31,6 @@ def request_record(row: Any) -> Request:
     return Request(*record)
 
 
-#: The older name, still what the API and its tests call.
-request_view = request_record
-
-
 def request_records(rows: Iterable[Any]) -> list[Request]:
     return [request_record(row) for row in rows]
 
