@@ -8,7 +8,9 @@ import dataclasses
 import json
 from datetime import UTC, datetime
 
+from tssd import domain
 from tssd.api.schemas import request_json
+from tssd.db import models
 from tssd.db.claims import _ATTRS
 from tssd.db.models import Request
 from tssd.db.views import columns_reader, request_of, request_record
@@ -40,3 +42,15 @@ def test_a_record_is_the_same_from_a_row_its_columns_or_its_values() -> None:
     assert columns_reader(_ATTRS)([tuple(values[name] for name in _ATTRS)]) == [record]
     assert (record.group, record.kind, record.state) == ("g", Kind.MIGRATE, State.QUEUED)
     assert request_record(record) == record
+
+
+def test_each_record_has_every_column_of_its_table() -> None:
+    """A column added to a table and not to its record would be lost above db/."""
+    for record, row in [
+        (domain.Request, models.Request),
+        (domain.Drive, models.Drive),
+        (domain.Mount, models.Mount),
+        (domain.Instance, models.Instance),
+    ]:
+        columns = {attr.key for attr in row.__mapper__.column_attrs}
+        assert {f.name for f in dataclasses.fields(record)} == columns, record.__name__
