@@ -21,7 +21,7 @@ from typing import Any
 import structlog
 
 from tssd.db.conditions import Condition, paths_outside
-from tssd.db.models import Kind, Request, State
+from tssd.domain import Kind, Request, State
 from tssd.errors import NoSpace
 from tssd.metrics import Metrics
 

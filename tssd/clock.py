@@ -30,6 +30,11 @@ class Clock(Protocol):
         ...
 
 
+def utcnow() -> datetime:
+    """The time of day, timezone-aware UTC: the default timestamp of rows and records."""
+    return datetime.now(UTC)
+
+
 class RealClock:
     """The host's clocks."""
 

@@ -25,11 +25,12 @@ import structlog
 
 from tssd.backends.base import Sink, Source
 from tssd.background import running
+from tssd.clock import utcnow
 from tssd.config import Settings
 from tssd.db.engine import DatabaseError
 from tssd.db.lookups import unclaimed_recalls
-from tssd.db.models import Request, utcnow
 from tssd.db.store import RequestStore
+from tssd.domain import Request
 from tssd.errors import TssdError
 from tssd.files import (
     FileSink,

@@ -1,8 +1,11 @@
-"""tssd's own domain types: request kinds and states, and a frozen view of a request.
+"""tssd's own domain types: request kinds and states, and the records of a request, a
+drive and a mount.
 
-Nothing here imports the ORM or SQLAlchemy: the API, ``tssctl why``, the CLI and the
-scheduler's rules read these, and ``tssd/db/`` translates its rows into them
-(``tssd.db.views.request_view``), so a change of schema stays inside ``db/``.
+Nothing here imports the ORM or SQLAlchemy. Every layer above ``tssd/db/`` sees a request
+as a :class:`Request` record (the API, ``tssctl why``, the scheduler, ENDIT, delivery,
+``simulate``): ``tssd/db/`` translates its rows into them (``tssd.db.views``) before
+they leave it, so a change of schema stays inside ``db/``, and a record is never written
+back (frozen: a change of state is a store call).
 """
 
 from __future__ import annotations
@@ -41,8 +44,12 @@ TERMINAL_STATES = ("done", "failed", "cancelled", "abandoned")
 
 
 @dataclass(frozen=True, slots=True)
-class RequestView:
-    """A request as the layers above the database see it: a snapshot, never written back."""
+class Request:
+    """A request as the layers above the database see it: a snapshot, never written back.
+
+    Its attributes are those of the ``requests`` row (``tssd.db.models.Request``), with
+    ``kind`` and ``state`` as their enums.
+    """
 
     id: int
     kind: Kind
@@ -75,3 +82,44 @@ class RequestView:
     instance: str | None
     delivery: str | None
     owner_uid: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Drive:
+    """A tape drive as recorded in the database (the ``drives`` row): what another
+    instance's drive shows in ``GET /v1/top``."""
+
+    name: str
+    enabled: bool
+    state: str  # empty, mounted, busy
+    volume: str | None
+    updated_at: datetime
+    instance: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """One mount of a cartridge in a drive, with what it served (the ``mounts`` row)."""
+
+    id: int
+    drive: str
+    volume: str
+    purpose: str  # recall or migrate
+    requested_at: datetime
+    ready_at: datetime | None
+    dismounted_at: datetime | None
+    files: int
+    bytes: int
+    transfer_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """A tssd daemon sharing the database, and its heartbeat (the ``instances`` row)."""
+
+    id: str
+    host: str
+    pid: int
+    state: str  # live, stopped, reaped
+    started_at: datetime
+    heartbeat_at: datetime

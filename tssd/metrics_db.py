@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 import structlog
 
 from tssd.background import running
+from tssd.clock import utcnow
 from tssd.db.engine import DatabaseError
 from tssd.db.gauges import pauses_and_mounts
-from tssd.db.models import utcnow
 from tssd.services import Services
 
 log = structlog.get_logger()

@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from tssd.backends.base import TapeBackend
+from tssd.clock import utcnow
 from tssd.cluster.node import Node
 from tssd.config import Settings
-from tssd.db.models import utcnow
 from tssd.db.store import RequestStore
 from tssd.metrics import Metrics
 from tssd.safepath import HeldRoots

@@ -29,7 +29,7 @@ from store_contract import (
 
 from tssd.db.interface import RequestStoreInterface
 from tssd.db.store import ListFilter
-from tssd.domain import Kind, State
+from tssd.domain import Kind, Request, State
 from tssd.errors import Conflict, NotFound
 from tssd.lifecycle import LIFECYCLE, Transition
 from tssd.submit import parse_submit
@@ -45,6 +45,24 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[RequestStoreInt
 async def test_the_store_has_every_member_of_the_interface(store: RequestStoreInterface) -> None:
     # mypy checks the signatures (tssd/db/memory.py, _conforms); this, that none is missing.
     assert isinstance(store, RequestStoreInterface)
+
+
+async def test_every_request_handed_out_is_a_frozen_domain_record(
+    store: RequestStoreInterface,
+) -> None:
+    """Never an ORM row above db/: a record, whose change is a store call, not an attribute."""
+    [(_, row)] = await store.submit([recall()])
+    found = await store.obtain(migrate(), adopt_finished=False)
+    handed = [row, found.row, await store.get(row.id)]
+    handed += await store.list_requests(ListFilter())
+    handed += [await store.cancel(row.id), (await store.wait(row.id, 0.01))[0]]
+    handed += [await store.mark_reported(row.id), *(await store.query([row.id]))["failed"]]
+    latest = await store.latest("recall", "00AA")
+    handed += [*([latest[0]] if latest else []), await store.retry(row.id)]
+    assert len(handed) == 11 and all(type(r) is Request for r in handed)
+    assert (handed[2].kind, handed[2].state) == (Kind.RECALL, State.QUEUED)
+    with pytest.raises(AttributeError):  # frozen
+        handed[2].state = State.DONE  # type: ignore[misc]
 
 
 # -- submit ---------------------------------------------------------------------------------
@@ -134,7 +152,8 @@ async def test_obtain_answers_a_reissued_put_from_its_done_migration(
 async def test_get_returns_a_snapshot_or_raises(store: RequestStoreInterface) -> None:
     [rid] = await submit(store, recall())
     row = await store.get(rid)
-    row.state = "done"
+    with pytest.raises(AttributeError):  # a frozen record: a change is a store call
+        row.state = State.DONE  # type: ignore[misc]
     assert await state_of(store, rid) == "queued"
     with pytest.raises(NotFound):
         await store.get(rid + 1000)
@@ -228,7 +247,7 @@ async def test_latest_finds_the_newest_request_of_a_file(store: RequestStoreInte
     assert found is not None and (found[0].id, found[0].state, found[1]) == (first, "done", False)
     await store.mark_reported(first)
     found = await store.latest("recall", "00AA")
-    assert found is not None and found[1] and found[0].reported_
+    assert found is not None and found[1] and isinstance(found[0], Request)
     [second] = await submit(store, recall())
     found = await store.latest("recall", "00AA")
     assert found is not None and (found[0].id, found[1]) == (second, False)

@@ -30,7 +30,7 @@ from tssd.db.interface import (
     RequestStoreInterface,
     SchedulingClaims,
 )
-from tssd.domain import State
+from tssd.domain import Kind, Request, State
 from tssd.submit import parse_submit
 
 
@@ -64,6 +64,9 @@ async def test_claim_recalls_takes_queued_recalls_of_a_volume_in_order(
     )  # fmt: skip
     assert [r.id for r in claimed] == [ids[1]]
     assert (claimed[0].state, claimed[0].drive) == ("active", "d1")
+    # A record, as every request the store hands out: the enums, not the column strings.
+    assert type(claimed[0]) is Request
+    assert (claimed[0].kind, claimed[0].state) == (Kind.RECALL, State.ACTIVE)
     row = await store.get(ids[1])
     assert (row.state, row.drive, row.attempts, row.instance) == ("active", "d1", 1, "me")
     assert row.started_at is not None
@@ -156,6 +159,7 @@ async def test_recall_volumes_and_unlocated_read_the_queue(
         ("VOL1", 0, ids[0]), ("VOL1", 5, ids[1])
     ]  # fmt: skip
     assert [r.id for r in await reads.unlocated(1)] == [ids[3]]
+    assert all(type(r) is Request for r in await reads.unlocated(10))
     assert [r.id for r in await reads.unlocated(10)] == [ids[3], ids[6]]
     await end(store, [ids[2]], State.DONE)
     assert await reads.volumes_with_recalls(["VOL1", "VOL2", "VOL3", "VOL9"]) == {"VOL1", "VOL3"}

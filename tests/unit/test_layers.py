@@ -342,3 +342,74 @@ def test_the_backend_check_sees_every_kind_of_database_import() -> None:
         "from tssd.db.sim_catalog import SimCatalogTables\n"
     )
     assert _database_imports("m", text) == ["m:1", "m:2", "m:4", "m:6"]
+
+
+#: The ORM: its module, and the classes mapped there (read from the registry, so a new
+#: table's class is covered the day it is declared).
+MODELS = "tssd.db.models"
+
+
+def _orm_classes() -> frozenset[str]:
+    from tssd.db.models import Base
+
+    return frozenset(mapper.class_.__name__ for mapper in Base.registry.mappers)
+
+
+def _absolute(node: ast.ImportFrom, source: str) -> str:
+    """The module *node* imports from, relative imports resolved against *source*."""
+    if not node.level:
+        return node.module or ""
+    package = source if MODULES[source].name == "__init__.py" else source.rsplit(".", 1)[0]
+    for _ in range(node.level - 1):
+        package = package.rsplit(".", 1)[0]
+    return f"{package}.{node.module}" if node.module else package
+
+
+def _orm_outside(source: str, text: str | None = None) -> list[str]:
+    """Where *source* imports the ORM: the module ``tssd.db.models`` itself, or an ORM
+    class by its name from any ``tssd.db`` module (a re-export is still the row)."""
+    if _within(source, ("tssd.db",)):
+        return []
+    found = [
+        f"{source}:{i.line} imports {i.target}"
+        for i in imports_of(source, text, typing=True)
+        if i.target == MODELS
+    ]
+    classes = _orm_classes()
+    tree = ast.parse(MODULES[source].read_text() if text is None else text)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and _within(_absolute(node, source), ("tssd.db",)):
+            found += [
+                f"{source}:{node.lineno} imports the ORM class {a.name}"
+                for a in node.names
+                if a.name in classes
+            ]
+    return sorted(set(found))
+
+
+def test_no_orm_class_is_imported_above_the_database_layer() -> None:
+    """Above ``tssd/db/`` a request, a drive or a mount is a ``tssd.domain`` record: no
+    module imports ``tssd.db.models`` or one of its classes (inside a function or under
+    ``TYPE_CHECKING`` too), the backends included."""
+    assert [hit for module in sorted(MODULES) for hit in _orm_outside(module)] == []
+
+
+def test_the_orm_check_sees_every_kind_of_import() -> None:
+    text = (
+        "from tssd.db.models import Kind\n"
+        "from tssd.db import models\n"
+        "if TYPE_CHECKING:\n    from tssd.db.store import Request\n"
+        "def f():\n    import tssd.db.models\n    from ..db.glance import Mount\n"
+        "from tssd.domain import Request\n"
+    )
+    found = _orm_outside("tssd.scheduler.intake", text)
+    assert [hit.split(" ", 1)[0] for hit in found] == [
+        "tssd.scheduler.intake:1",
+        "tssd.scheduler.intake:2",
+        "tssd.scheduler.intake:4",
+        "tssd.scheduler.intake:6",
+        "tssd.scheduler.intake:7",
+    ]
+    assert _orm_outside("tssd.db.views", text) == []
+    assert _orm_outside("tssd.backends.sim.catalog", text) != []
+    assert {"Request", "Mount", "Drive", "SimTape"} <= _orm_classes()

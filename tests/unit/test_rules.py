@@ -20,7 +20,7 @@ from tssd.api.openapi import openapi_document
 from tssd.backends.sim.profiles import LTO9
 from tssd.cli import views
 from tssd.config import SchedulerSettings
-from tssd.domain import Kind, RequestView, State
+from tssd.domain import Kind, Request, State
 from tssd.scheduler.choose import Chooser, Running
 from tssd.scheduler.context import Context, QueuePolicy
 from tssd.scheduler.cost import Verdict, evaluate
@@ -110,14 +110,14 @@ def test_drive_cleaning_due_from_the_drive_table_to_why() -> None:
 # --- explain: a fake scheduler with just what explain reads -----------------------------
 
 
-def request(**kw: Any) -> RequestView:
+def request(**kw: Any) -> Request:
     t = datetime(2026, 12, 1, tzinfo=UTC)
-    fields: dict[str, Any] = dict.fromkeys(RequestView.__slots__)
+    fields: dict[str, Any] = dict.fromkeys(Request.__slots__)
     fields |= {"id": 7, "kind": Kind.RECALL, "state": State.QUEUED, "key": "00AA",
                "hsm_type": "osm", "hsm_instance": "osm", "queue": "default", "priority": 0,
                "volume": "A", "position": 1, "attempts": 0, "created_at": t,
                "updated_at": t}  # fmt: skip
-    return RequestView(**(fields | kw))
+    return Request(**(fields | kw))
 
 
 def scheduler(verdict: str = "", **kw: Any) -> Any:
@@ -138,7 +138,7 @@ def scheduler(verdict: str = "", **kw: Any) -> Any:
 FULL = SimpleNamespace(held_reason=lambda row: "destination file system /pool is nearly full")
 
 #: A scheduler and a request for which ``why`` gives each of the other answers.
-ANSWER_SCENARIOS: dict[str, Callable[[], tuple[Any, RequestView]]] = {
+ANSWER_SCENARIOS: dict[str, Callable[[], tuple[Any, Request]]] = {
     "done": lambda: (scheduler(), request(state=State.DONE)),
     "active": lambda: (scheduler(), request(state=State.ACTIVE, drive="d1")),
     "disk_full": lambda: (scheduler(backpressure=FULL), request()),

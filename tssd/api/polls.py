@@ -22,7 +22,6 @@ from tssd.api.helpers import (
 )
 from tssd.api.schemas import request_json
 from tssd.bodies import Obtain, convert
-from tssd.db.views import request_view
 from tssd.domain import OPEN_STATES, Kind
 from tssd.errors import InvalidRequest, ShuttingDown
 from tssd.submit import submit_spec
@@ -60,7 +59,7 @@ async def obtain_request(request: web.Request) -> web.Response:
         ticket.created = int(found.created)
     if not found.created and found.row.state in OPEN_STATES:
         check_attach(svc.metrics, spec, found.row.id, found.row.size, found.row.checksum)
-    row = request_view(found.row)
+    row = found.row
     if found.created:
         log.info(
             "request.submitted", request_id=row.id, kind=row.kind, pnfsid=row.pnfsid,

@@ -1,7 +1,7 @@
 """The ``/v1/requests`` handlers: submit, bulk submit, read, wait, list, cancel, retry.
 
-Rows from the store become :class:`~tssd.domain.RequestView` snapshots
-(:func:`tssd.db.views.request_view`) before they are shaped into JSON.
+The store hands out :class:`~tssd.domain.Request` records, which are shaped into JSON
+here (``api/schemas.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from tssd.api.roles import ROLE, Role, is_own
 from tssd.api.schemas import request_json
 from tssd.bodies import MAX_QUERY_IDS, Query, convert, convert_bulk
 from tssd.db.store import ListFilter
-from tssd.db.views import request_view
 from tssd.errors import InvalidRequest, NotFound
 from tssd.scheduler.explain import eta_fields, explain
 from tssd.services import Services
@@ -65,7 +64,7 @@ async def submit(request: web.Request) -> web.Response:
             pnfsid=row.pnfsid,
             queue=row.queue,
         )
-    body = {"created": created, "request": request_json(request_view(row))}
+    body = {"created": created, "request": request_json(row)}
     return web.json_response(body, status=201 if created else 200)
 
 
@@ -102,7 +101,7 @@ async def submit_bulk(request: web.Request) -> web.Response:
     log.info("request.bulk_submitted", count=len(specs), created=created)
 
     def answer() -> bytes:
-        answers = [{"created": c, "request": request_json(request_view(r))} for c, r in results]
+        answers = [{"created": c, "request": request_json(r)} for c, r in results]
         return encode_results(answers)
 
     return web.Response(body=await in_bulk_thread(answer), content_type="application/json")
@@ -128,13 +127,13 @@ async def submit_in_chunks(svc: Services, specs: Sequence[SubmitSpec]) -> list[t
 
 async def get_request(request: web.Request) -> web.Response:
     svc = services(request)
-    view = request_view(await svc.store.get(path_id(request)))
+    view = await svc.store.get(path_id(request))
     return web.json_response({"request": request_json(view) | eta_fields(svc.scheduler, view)})
 
 
 async def why_request(request: web.Request) -> web.Response:
     svc = services(request)
-    view = request_view(await svc.store.get(path_id(request)))
+    view = await svc.store.get(path_id(request))
     return web.json_response(explain(svc.scheduler, view))
 
 
@@ -143,7 +142,7 @@ async def wait_request(request: web.Request) -> web.Response:
     timeout = float(query_params(request, WaitParams).timeout)
     timeout = min(timeout, svc.settings.api.max_wait_s)
     row, finished = await svc.store.wait(path_id(request), timeout)
-    return web.json_response({"request": request_json(request_view(row)), "finished": finished})
+    return web.json_response({"request": request_json(row), "finished": finished})
 
 
 async def latest_request(request: web.Request) -> web.Response:
@@ -153,11 +152,11 @@ async def latest_request(request: web.Request) -> web.Response:
     if found is None:
         raise NotFound(f"no {kind} request for {pnfsid}")
     row, reported = found
-    return web.json_response({"request": request_json(request_view(row)), "reported": reported})
+    return web.json_response({"request": request_json(row), "reported": reported})
 
 
 async def report_request(request: web.Request) -> web.Response:
-    row = request_view(await services(request).store.mark_reported(path_id(request)))
+    row = await services(request).store.mark_reported(path_id(request))
     return web.json_response({"request": request_json(row)})
 
 
@@ -167,13 +166,13 @@ async def cancel_request(request: web.Request) -> web.Response:
     pool = request.get(ROLE) is Role.POOL
     if pool and not is_own(request, (await store.get(path_id(request))).owner_uid):
         raise Forbidden("a pool may cancel only the requests it submitted")
-    row = request_view(await store.cancel_request(path_id(request)))
+    row = await store.cancel_request(path_id(request))
     log.info("request.cancelled", request_id=row.id, pnfsid=row.pnfsid)
     return web.json_response({"request": request_json(row)})
 
 
 async def retry_request(request: web.Request) -> web.Response:
-    row = request_view(await services(request).store.retry_request(path_id(request)))
+    row = await services(request).store.retry_request(path_id(request))
     log.info("request.retried", request_id=row.id, pnfsid=row.pnfsid)
     return web.json_response({"request": request_json(row)})
 
@@ -193,9 +192,7 @@ async def list_requests(request: web.Request) -> web.Response:
     rows = await services(request).store.list_requests(replace(flt, limit=flt.limit + 1))
     nxt = rows[flt.limit - 1].id if len(rows) > flt.limit else None
     rows = rows[: flt.limit]
-    return web.json_response(
-        {"requests": [request_json(request_view(r)) for r in rows], "next": nxt}
-    )
+    return web.json_response({"requests": [request_json(r) for r in rows], "next": nxt})
 
 
 async def query_requests(request: web.Request) -> web.Response:
@@ -203,7 +200,7 @@ async def query_requests(request: web.Request) -> web.Response:
     # docs/reliability.md); tssd.bodies.Query says so.
     query = convert(await read_json(request, QUERY_BODY_MAX, QUERY_HINT), Query)
     result = await services(request).store.query(query.ids)
-    result["failed"] = [request_json(request_view(r)) for r in result["failed"]]
+    result["failed"] = [request_json(r) for r in result["failed"]]
     return web.json_response(result)
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from tssd.domain import RequestView
+from tssd.domain import Request
 
 
 def iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
-def request_json(row: RequestView) -> dict[str, Any]:
+def request_json(row: Request) -> dict[str, Any]:
     return {
         "id": row.id,
         "kind": row.kind,

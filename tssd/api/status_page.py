@@ -22,9 +22,10 @@ from aiohttp import web
 from tssd.api.helpers import services
 from tssd.api.status_html import Page, render
 from tssd.api.top import drive_lines
+from tssd.clock import utcnow
 from tssd.db.admin import mount_json
 from tssd.db.glance import GlanceStore, wear
-from tssd.db.models import Mount, utcnow
+from tssd.domain import Mount
 
 #: Most mounts drawn on the timeline (the newest of the last 24 hours).
 MOUNTS_MAX = 5000

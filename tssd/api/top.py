@@ -15,9 +15,10 @@ from typing import Any
 from aiohttp import web
 
 from tssd.api.helpers import services
+from tssd.clock import utcnow
 from tssd.db.admin import AdminStore, mount_json, seconds
 from tssd.db.glance import GlanceStore
-from tssd.db.models import Drive, Mount, utcnow
+from tssd.domain import Drive, Mount
 from tssd.scheduler.core import Scheduler
 from tssd.scheduler.drives import DriveState
 from tssd.services import Services

@@ -17,13 +17,14 @@ from typing import Any
 import structlog
 
 from tssd.backends.base import TapeBackend
+from tssd.clock import utcnow
 from tssd.cluster.claims import LocalClaims, SharedClaims, VolumeClaims
 from tssd.cluster.listen import WorkListener
 from tssd.cluster.reaper import Reaper
 from tssd.cluster.registry import Registry
 from tssd.config import ClusterSettings
-from tssd.db.models import State, utcnow
 from tssd.db.store import RequestStore
+from tssd.domain import State
 from tssd.errors import ConfigError
 
 log = structlog.get_logger()

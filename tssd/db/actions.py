@@ -15,9 +15,8 @@ from collections.abc import Awaitable, Sequence
 from typing import Protocol
 
 from tssd.db.ledger import Ledger
-from tssd.db.models import Request
 from tssd.db.notifier import Notifier
-from tssd.domain import State
+from tssd.domain import Request, State
 from tssd.errors import Conflict
 from tssd.lifecycle import Transition, sources
 from tssd.work import WorkSignal

@@ -17,6 +17,7 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from tssd import domain
 from tssd.config.queues import QueueSettings
 from tssd.db.counts import Counts
 from tssd.db.models import (
@@ -50,7 +51,7 @@ def seconds(start: datetime | None, end: datetime | None) -> float | None:
     return max(0.0, (end - start).total_seconds())
 
 
-def mount_json(row: Mount) -> dict[str, Any]:
+def mount_json(row: Mount | domain.Mount) -> dict[str, Any]:
     """A mount with its derived figures; efficiency as the metric defines it.
 
     ``session_s`` runs from the mount request to the end of the dismount, like the

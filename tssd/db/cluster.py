@@ -15,8 +15,10 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tssd import domain
 from tssd.db.engine import Sessions
 from tssd.db.models import Drive, Instance, Mount, Request, State, utcnow
+from tssd.db.views import drive_record, instance_record
 from tssd.errors import ConfigError
 
 LIVE, STOPPED, REAPED = "live", "stopped", "reaped"
@@ -138,13 +140,14 @@ async def mark_stopped(sessions: Sessions, instance: str) -> None:
 
 async def instances_and_drives(
     sessions: Sessions,
-) -> tuple[list[tuple[Instance, float]], list[Drive]]:
+) -> tuple[list[tuple[domain.Instance, float]], list[domain.Drive]]:
     """Every instance with its heartbeat age in seconds, and every drive, by name."""
     age = func.extract("epoch", func.now() - Instance.heartbeat_at)
     async with sessions() as session:
         rows = (await session.execute(select(Instance, age).order_by(Instance.id))).all()
         drives = (await session.scalars(select(Drive).order_by(Drive.name))).all()
-    return [(inst, float(seconds)) for inst, seconds in rows], list(drives)
+    instances = [(instance_record(inst), float(seconds)) for inst, seconds in rows]
+    return instances, [drive_record(d) for d in drives]
 
 
 # -- volume claims ---------------------------------------------------------------------

@@ -13,7 +13,9 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from tssd import domain
 from tssd.db.models import Drive, Mount, Request
+from tssd.db.views import drive_record, mount_record
 
 #: Newest mounts searched for the ones still open.
 OPEN_SCAN = 1000
@@ -23,12 +25,13 @@ class GlanceStore:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self.sessions = sessions
 
-    async def drives(self) -> list[Drive]:
+    async def drives(self) -> list[domain.Drive]:
         """Every drive of every instance sharing the database, by name."""
         async with self.sessions() as session:
-            return list((await session.scalars(select(Drive).order_by(Drive.name))).all())
+            rows = (await session.scalars(select(Drive).order_by(Drive.name))).all()
+        return [drive_record(row) for row in rows]
 
-    async def open_mounts(self) -> dict[str, Mount]:
+    async def open_mounts(self) -> dict[str, domain.Mount]:
         """The mount each drive holds now, by drive, among the newest :data:`OPEN_SCAN`
         mounts (a tape held while a thousand others were mounted is not looked for)."""
         rows = await self.last_mounts(OPEN_SCAN)
@@ -45,13 +48,14 @@ class GlanceStore:
             rows = (await session.execute(stmt)).all()
         return {d: (n, int(b or 0)) for d, n, b in rows if d is not None}
 
-    async def last_mounts(self, limit: int) -> list[Mount]:
+    async def last_mounts(self, limit: int) -> list[domain.Mount]:
         """The newest *limit* mounts, newest first."""
         stmt = select(Mount).order_by(Mount.id.desc()).limit(limit)
         async with self.sessions() as session:
-            return list((await session.scalars(stmt)).all())
+            rows = (await session.scalars(stmt)).all()
+        return [mount_record(row) for row in rows]
 
-    async def mounts_since(self, since: datetime, limit: int) -> tuple[list[Mount], bool]:
+    async def mounts_since(self, since: datetime, limit: int) -> tuple[list[domain.Mount], bool]:
         """Mounts requested since *since* or still open, oldest first, at most *limit*
         (the newest); whether older ones were left out.
 
@@ -63,7 +67,7 @@ class GlanceStore:
         return list(reversed(inside[:limit])), len(inside) > limit
 
 
-def wear(mounts: list[Mount], since: datetime, limit: int) -> list[tuple[str, int]]:
+def wear(mounts: list[domain.Mount], since: datetime, limit: int) -> list[tuple[str, int]]:
     """The tapes mounted most often since *since*: (volume, mounts), most first."""
     counts = Counter(m.volume for m in mounts if m.requested_at >= since)
     return sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:limit]

@@ -16,8 +16,8 @@ memory. The rules every implementation keeps:
   waiters of :attr:`notifier`, new or requeued work wakes :attr:`work`.
 - The transitions, ``requeue_active`` and ``set_locations`` are declared as returning an
   awaitable, not as ``async def``: the SQL store wraps them in ``db_retry``, which does.
-- Rows returned are snapshots (detached :class:`~tssd.db.models.Request` objects or rows
-  with the same attributes): changing one changes nothing stored.
+- Requests are returned as :class:`tssd.domain.Request` records (frozen snapshots, made
+  by :mod:`tssd.db.views`), never ORM rows: a change is a store call.
 
 Left out, being SQL-specific or about to change: ``sessions``, ``engine``, ``postgres``
 and ``tally`` (the other ``db/`` stores are built from them), and ``claim(select)``,
@@ -32,12 +32,12 @@ from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from tssd.db.models import QueueRow, Request
+from tssd.db.models import QueueRow
 from tssd.db.mounts import DriveInfo
 from tssd.db.notifier import Notifier
 from tssd.db.polls import Obtained, PollIndex
 from tssd.db.store import ListFilter
-from tssd.domain import Kind
+from tssd.domain import Kind, Request
 from tssd.lifecycle import RequestLedger
 from tssd.submit import SubmitSpec
 from tssd.work import WorkSignal
@@ -122,10 +122,9 @@ class RequestStoreInterface(RequestLedger, Protocol):
         """
         ...
 
-    async def latest(self, kind: str, pnfsid: str) -> tuple[Any, bool] | None:
+    async def latest(self, kind: str, pnfsid: str) -> tuple[Request, bool] | None:
         """The newest request of *kind* for *pnfsid* (any state) and whether its outcome
-        was reported, or None. The row has :class:`Request`'s attributes and
-        ``reported_``."""
+        was reported, or None."""
         ...
 
     async def mark_reported(self, request_id: int) -> Request:

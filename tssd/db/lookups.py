@@ -1,7 +1,7 @@
 """Reads of requests by the components around the scheduler (ENDIT, delivery, simulate).
 
-Each is one read in a session of its own; the rows come back detached (the session
-factory does not expire on commit), to be read, never written back.
+Each is one read in a session of its own; requests come back as
+:class:`tssd.domain.Request` records.
 """
 
 from __future__ import annotations
@@ -11,26 +11,28 @@ from datetime import datetime
 
 from sqlalchemy import func, select
 
+from tssd import domain
 from tssd.db.engine import Sessions
 from tssd.db.models import OPEN_STATES, Kind, Request, RequestEvent, State
+from tssd.db.views import request_records
 
 #: Bound parameters per IN list (the store's own chunk).
 CHUNK = 500
 
 
-async def requests_by_id(sessions: Sessions, ids: Sequence[int]) -> list[Request]:
-    """The current rows of *ids* (those that exist)."""
-    found: list[Request] = []
+async def requests_by_id(sessions: Sessions, ids: Sequence[int]) -> list[domain.Request]:
+    """The current records of *ids* (those that exist)."""
+    found: list[domain.Request] = []
     async with sessions() as session:
         for i in range(0, len(ids), CHUNK):
             stmt = select(Request).where(Request.id.in_(ids[i : i + CHUNK]))
-            found.extend((await session.scalars(stmt)).all())
+            found.extend(request_records((await session.scalars(stmt)).all()))
     return found
 
 
 async def open_transfers_under(
     sessions: Sessions, base: str, ids: Sequence[int] | None = None
-) -> list[Request]:
+) -> list[domain.Request]:
     """Open recalls and migrations whose path lies below the directory *base* (of *ids*
     only, when given)."""
     stmt = select(Request).where(
@@ -40,11 +42,11 @@ async def open_transfers_under(
     )
     async with sessions() as session:
         if ids is None:
-            return list((await session.scalars(stmt)).all())
-        found: list[Request] = []
+            return request_records((await session.scalars(stmt)).all())
+        found: list[domain.Request] = []
         for i in range(0, len(ids), CHUNK):
             chunk = stmt.where(Request.id.in_(ids[i : i + CHUNK]))
-            found += (await session.scalars(chunk)).all()
+            found += request_records((await session.scalars(chunk)).all())
         return found
 
 
@@ -83,8 +85,8 @@ async def unclaimed_recalls(
         return [(i, path, pnfsid, queue) for i, path, pnfsid, queue in await session.execute(stmt)]
 
 
-async def all_recalls(sessions: Sessions) -> list[Request]:
+async def all_recalls(sessions: Sessions) -> list[domain.Request]:
     """Every recall request (a simulation's outcome)."""
     async with sessions() as session:
         stmt = select(Request).where(Request.kind == Kind.RECALL)
-        return list((await session.scalars(stmt)).all())
+        return request_records((await session.scalars(stmt)).all())

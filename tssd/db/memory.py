@@ -8,8 +8,8 @@ database enforces by constraints: one open request per ``(kind, key)`` (the part
 unique index), conditional transitions (``UPDATE ... WHERE state IN ...``).
 
 Every operation runs without an ``await`` between its read and its write, so on one
-event loop each is atomic, as a transaction is. Reads return fresh transient
-:class:`~tssd.db.models.Request` objects: snapshots, as the real store's detached rows.
+event loop each is atomic, as a transaction is. Reads return :class:`tssd.domain.Request`
+records, as the real store does.
 """
 
 from __future__ import annotations
@@ -17,18 +17,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 
 from tssd.db.actions import OperatorActions
 from tssd.db.memory_scheduling import MemoryScheduling
-from tssd.db.models import QueueRow, Request, utcnow
+from tssd.db.models import QueueRow, utcnow
+from tssd.db.models import Request as RequestRow
 from tssd.db.notifier import COUNTED, Notifier, Outcomes
 from tssd.db.polls import REPORTED, Obtained, PollIndex, adoptable, new_request, on_tape_already
 from tssd.db.store import ListFilter
-from tssd.domain import OPEN_STATES, Kind, State
+from tssd.db.views import request_of
+from tssd.domain import OPEN_STATES, Kind, Request, State
 from tssd.errors import Conflict, NotFound
 from tssd.lifecycle import LIFECYCLE, Transition, sources, target
 from tssd.submit import SubmitSpec
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from tssd.db.store import RequestStore
 
 #: Every column attribute of a request, with its value before anything sets it.
-_BLANK: dict[str, Any] = {attr.key: None for attr in Request.__mapper__.column_attrs}
+_BLANK: dict[str, Any] = {attr.key: None for attr in RequestRow.__mapper__.column_attrs}
 _FILTERED = ("state", "kind", "queue", "volume", "pnfsid")
 
 
@@ -136,8 +137,10 @@ class MemoryStore(OperatorActions):
         found = await self.latest(spec.kind.value, spec.key)
         if found is not None:
             row, reported = found
-            if adoptable(row, spec.path, adopt_finished=adopt_finished) or (
-                on_tape_already(row, spec) and not self._copy_removed(row.bfid)
+            if adoptable(row, reported, spec.path, adopt_finished=adopt_finished) or (
+                on_tape_already(row, spec)
+                and row.bfid is not None
+                and not self._copy_removed(row.bfid)
             ):
                 self.polls.seen([row])
                 return Obtained(False, row, reported)
@@ -212,14 +215,13 @@ class MemoryStore(OperatorActions):
 
     # wait: tssd.db.actions.OperatorActions
 
-    async def latest(self, kind: str, pnfsid: str) -> tuple[Any, bool] | None:
+    async def latest(self, kind: str, pnfsid: str) -> tuple[Request, bool] | None:
         matching = self._by_pnfsid.get((kind, pnfsid))
         if not matching:
             return None
         newest = matching[-1]
         reported = any(e.reason == REPORTED for e in self._events[newest])
-        # A row, as the real store's: the attributes of a Request plus ``reported_``.
-        return SimpleNamespace(**self._rows[newest], reported_=reported), reported
+        return request_of(self._rows[newest]), reported
 
     async def mark_reported(self, request_id: int) -> Request:
         values = self._rows.get(request_id)
@@ -319,7 +321,7 @@ class MemoryStore(OperatorActions):
     # -- helpers ------------------------------------------------------------------------
 
     def _snapshot(self, request_id: int) -> Request:
-        return Request(**self._rows[request_id])
+        return request_of(self._rows[request_id])
 
     def _event(
         self, ids: Sequence[int], source: State | None, target: State, reason: str | None

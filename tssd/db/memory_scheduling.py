@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from tssd.db.interface import PendingRow
-from tssd.db.models import Request
-from tssd.domain import OPEN_STATES, Kind
+from tssd.db.views import request_of
+from tssd.domain import OPEN_STATES, Kind, Request
 from tssd.lifecycle import Transition, sources
 
 Row = dict[str, Any]
@@ -51,7 +51,7 @@ class MemoryScheduling:
 
     async def unlocated(self, limit: int) -> list[Request]:
         found = [v for v in self._queued(Kind.RECALL, frozenset()) if v["volume"] is None]
-        return [Request(**v) for v in found[: max(limit, 0)]]
+        return [request_of(v) for v in found[: max(limit, 0)]]
 
     async def volumes_with_recalls(self, candidates: Sequence[str]) -> set[str]:
         wanted = set(candidates)
@@ -67,7 +67,7 @@ class MemoryScheduling:
             for v in self._queued(Kind.MIGRATE, paused)
             if v["checksum"] is not None and v["attempts"] == 0
         ]
-        return [Request(**v) for v in found[: max(limit, 0)]]
+        return [request_of(v) for v in found[: max(limit, 0)]]
 
     async def migration_groups(
         self, paused: frozenset[str]

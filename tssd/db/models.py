@@ -24,10 +24,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from tssd.clock import utcnow
 from tssd.domain import OPEN_STATES, TERMINAL_STATES, Kind, State
 
 # Re-exported for older imports; new code imports them from tssd.domain.
-__all__ = ["OPEN_STATES", "TERMINAL_STATES", "Kind", "State"]
+__all__ = ["OPEN_STATES", "TERMINAL_STATES", "Kind", "State", "utcnow"]
 
 # Deterministic constraint names keep Alembic migrations identical on SQLite and PostgreSQL.
 NAMING = {
@@ -40,10 +41,6 @@ NAMING = {
 
 # SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL wants BIGINT for big queues.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class UtcDateTime(TypeDecorator[datetime]):

@@ -26,25 +26,28 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tssd.db.models import OPEN_STATES, Request, RequestEvent, State, utcnow
+from tssd.db.models import OPEN_STATES, RequestEvent, State, utcnow
+from tssd.db.models import Request as RequestRow
+from tssd.db.views import request_record
+from tssd.domain import Request
 from tssd.submit import SubmitSpec
 
 # Kinds whose requests dCache names by pnfsid (a removal is named by its bfid).
 POLLED_KINDS = ("recall", "migrate")
 REPORTED = "reported"
-REQUESTS = cast(Table, Request.__table__)
+REQUESTS = cast(Table, RequestRow.__table__)
 EVENTS = cast(Table, RequestEvent.__table__)
-_COLUMNS = [getattr(Request, c.key).label(c.key) for c in Request.__mapper__.column_attrs]
+_COLUMNS = [getattr(RequestRow, c.key).label(c.key) for c in RequestRow.__mapper__.column_attrs]
 _REPORTED = (
     select(RequestEvent.id)
-    .where(RequestEvent.request_id == Request.id, RequestEvent.reason == REPORTED)
+    .where(RequestEvent.request_id == RequestRow.id, RequestEvent.reason == REPORTED)
     .exists()
     .label("reported_")
 )
 LATEST = (
     select(*_COLUMNS, _REPORTED)
-    .where(Request.pnfsid == bindparam("pnfsid"), Request.kind == bindparam("kind"))
-    .order_by(Request.id.desc())
+    .where(RequestRow.pnfsid == bindparam("pnfsid"), RequestRow.kind == bindparam("kind"))
+    .order_by(RequestRow.id.desc())
     .limit(1)
 )
 
@@ -158,7 +161,7 @@ class Obtained:
     """The request a ``tss-hsm`` call is about, and how it was found."""
 
     created: bool
-    row: Any
+    row: Request
     reported: bool
 
 
@@ -173,8 +176,10 @@ async def obtain(engine: AsyncEngine, spec: SubmitSpec, *, adopt_finished: bool)
     params = {"pnfsid": spec.key, "kind": spec.kind.value}
     async with engine.begin() as conn:
         row = (await conn.execute(LATEST, params)).first()
-        if row is not None and adoptable(row, spec.path, adopt_finished=adopt_finished):
-            return Obtained(False, row, bool(row.reported_))
+        if row is not None and adoptable(
+            row, bool(row.reported_), spec.path, adopt_finished=adopt_finished
+        ):
+            return Obtained(False, request_record(row), bool(row.reported_))
         values = new_request(spec)
         created = (
             await conn.execute(_INSERT, {_COLUMN_KEY[k]: v for k, v in values.items()})
@@ -184,7 +189,7 @@ async def obtain(engine: AsyncEngine, spec: SubmitSpec, *, adopt_finished: bool)
             {"request_id": created.id, "at": values["created_at"], "from_state": None,
              "to_state": State.QUEUED.value, "reason": "submitted"},
         )  # fmt: skip
-    return Obtained(True, created, False)
+    return Obtained(True, request_record(created), False)
 
 
 def on_tape_already(row: Any, spec: SubmitSpec) -> bool:
@@ -210,19 +215,23 @@ def on_tape_already(row: Any, spec: SubmitSpec) -> bool:
 async def copy_removed(engine: AsyncEngine, bfid: str) -> bool:
     """Whether a removal of the tape copy *bfid* has finished."""
     stmt = (
-        select(Request.id)
-        .where(Request.kind == "remove", Request.key == bfid, Request.state == State.DONE.value)
+        select(RequestRow.id)
+        .where(
+            RequestRow.kind == "remove",
+            RequestRow.key == bfid,
+            RequestRow.state == State.DONE.value,
+        )
         .limit(1)
     )
     async with engine.connect() as conn:
         return (await conn.execute(stmt)).first() is not None
 
 
-def adoptable(row: Any, path: str | None, *, adopt_finished: bool) -> bool:
+def adoptable(row: Any, reported: bool, path: str | None, *, adopt_finished: bool) -> bool:
     if row.state in OPEN_STATES:
         return True
     # An abandoned recall has no file left to report: the next call starts a new one.
-    fresh = not row.reported_ and row.state != State.ABANDONED.value
+    fresh = not reported and row.state != State.ABANDONED.value
     return adopt_finished and fresh and row.path == path
 
 
@@ -257,4 +266,4 @@ def new_request(spec: SubmitSpec) -> dict[str, Any]:
 # Labels are the ORM attribute names (``group``, not the column ``grp``): request_json
 # reads the row like a Request.
 _INSERT = insert(REQUESTS).returning(*_COLUMNS)
-_COLUMN_KEY = {attr.key: attr.columns[0].key for attr in Request.__mapper__.column_attrs}
+_COLUMN_KEY = {attr.key: attr.columns[0].key for attr in RequestRow.__mapper__.column_attrs}

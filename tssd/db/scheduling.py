@@ -16,11 +16,13 @@ from typing import Any, Protocol
 from sqlalchemy import ColumnElement, Connection, Select, func, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from tssd import domain
 from tssd.db import claims
 from tssd.db.engine import db_retry, in_transaction, reading
 from tssd.db.events import insert_events
 from tssd.db.models import Request, utcnow
 from tssd.db.polls import PollIndex
+from tssd.db.views import request_records
 from tssd.domain import Kind, State
 from tssd.lifecycle import LIFECYCLE, Transition, target
 
@@ -67,7 +69,7 @@ class Candidates:
         engine = self.sessions.kw["bind"]
         return await reading(engine, _rows, stmt, {"b_n": first})
 
-    async def unlocated(self, limit: int) -> list[Request]:
+    async def unlocated(self, limit: int) -> list[domain.Request]:
         """The oldest queued recalls with no tape copy chosen yet."""
         engine = self.sessions.kw["bind"]
         return await reading(engine, _requests, claims.UNLOCATED, {"b_n": limit})
@@ -89,7 +91,9 @@ class Candidates:
                 needed.update(v for v in (await session.scalars(stmt)).all() if v)
         return needed
 
-    async def unwritten_migrations(self, paused: frozenset[str], limit: int) -> list[Request]:
+    async def unwritten_migrations(
+        self, paused: frozenset[str], limit: int
+    ) -> list[domain.Request]:
         """Queued migrations with a checksum, never attempted, outside *paused* queues: the
         ones whose file may be on tape already."""
         stmt = (
@@ -105,7 +109,7 @@ class Candidates:
             .limit(limit)
         )
         async with self.sessions() as session:
-            return list((await session.scalars(stmt)).all())
+            return request_records((await session.scalars(stmt)).all())
 
     async def migration_groups(
         self, paused: frozenset[str]
@@ -179,7 +183,7 @@ class Scheduling(Candidates):
         min_priority: int | None = None,
         after: int | None = None,
         by_position: bool = True,
-    ) -> list[Request]:
+    ) -> list[domain.Request]:
         """Claim up to *limit* queued recalls of *volume* (of *queues*, when given), of
         priority >= *min_priority* and position > *after* when given, in position (else
         arrival) order."""
@@ -199,18 +203,18 @@ class Scheduling(Candidates):
 
     async def claim_migrations(
         self, storage_class: str, drive: str, limit: int, *, paused: frozenset[str] = frozenset()
-    ) -> list[Request]:
+    ) -> list[domain.Request]:
         """Claim up to *limit* queued migrations of *storage_class*, highest priority first."""
         stmt = claims.migration_claim(tuple(sorted(paused)), self.store.postgres)
         params = {"b_storage_class": storage_class, "b_n": limit}
         return await self._claim(stmt, params, claims.BY_PRIORITY, drive)
 
-    async def claim_removals(self, limit: int) -> list[Request]:
+    async def claim_removals(self, limit: int) -> list[domain.Request]:
         """Claim up to *limit* queued removals, oldest first (no drive: catalog work)."""
         stmt = claims.removal_claim(self.store.postgres)
         return await self._claim(stmt, {"b_n": limit}, claims.BY_ARRIVAL, None)
 
-    async def claim_ids(self, ids: Iterable[int], drive: str | None = None) -> list[Request]:
+    async def claim_ids(self, ids: Iterable[int], drive: str | None = None) -> list[domain.Request]:
         """Claim the requests *ids* that are still queued."""
         # The state in the subquery too: a request cancelled or claimed by another is
         # neither returned as claimed nor given a queued -> active event it never made.
@@ -223,7 +227,7 @@ class Scheduling(Candidates):
     @db_retry
     async def _claim(
         self, stmt: claims.Claim, params: dict[str, Any], order: str, drive: str | None
-    ) -> list[Request]:
+    ) -> list[domain.Request]:
         """Atomically move the queued requests *stmt* selects to active: its statements
         and the events in one transaction, run in one greenlet."""
         store = self.store
@@ -235,7 +239,7 @@ class Scheduling(Candidates):
 
 def _claim(
     conn: Connection, stmt: claims.Claim, bound: dict[str, Any], order: str, drive: str | None
-) -> list[Request]:
+) -> list[domain.Request]:
     if stmt.choose is not None:
         ids = list(conn.execute(stmt.choose, bound).scalars())
         if not ids:
@@ -251,5 +255,5 @@ def _rows(conn: Connection, stmt: Select[Any], bound: dict[str, Any]) -> list[An
     return [tuple(row) for row in conn.execute(stmt, bound)]
 
 
-def _requests(conn: Connection, stmt: Select[Any], bound: dict[str, Any]) -> list[Request]:
+def _requests(conn: Connection, stmt: Select[Any], bound: dict[str, Any]) -> list[domain.Request]:
     return claims.as_requests(conn.execute(stmt, bound))

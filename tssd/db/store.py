@@ -36,7 +36,8 @@ from tssd.db.events import (
     _single_transition,
     insert_events,
 )
-from tssd.db.models import Request, utcnow
+from tssd.db.models import Request as RequestRow
+from tssd.db.models import utcnow
 from tssd.db.notifier import COUNTED, Notifier, Outcomes
 from tssd.db.plans import unindexed
 from tssd.db.polls import (
@@ -53,7 +54,8 @@ from tssd.db.queues import QueueStore, _queue_rows
 from tssd.db.scheduling import Scheduling
 from tssd.db.statistics import Upkeep
 from tssd.db.submits import SqliteWriter, record, sqlite_file
-from tssd.domain import Kind, State
+from tssd.db.views import request_record, request_records
+from tssd.domain import Kind, Request, State
 from tssd.errors import Conflict, NotFound
 from tssd.lifecycle import Transition, sources, target
 from tssd.submit import SubmitSpec
@@ -127,11 +129,13 @@ class RequestStore(OperatorActions):
 
     # -- intake -----------------------------------------------------------------------
 
-    async def submit(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Any]]:
+    async def submit(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Request]]:
         """Record *specs* in one transaction; attach to open requests of the same key."""
         for attempt in range(3):
             try:
-                results = await self._submit_once(specs)
+                results = [
+                    (new, request_record(row)) for new, row in await self._submit_once(specs)
+                ]
             except IntegrityError:
                 # Another submitter inserted the same key between our read and insert.
                 if attempt == 2:
@@ -153,7 +157,7 @@ class RequestStore(OperatorActions):
         # Collecting a finished request is a read: on SQLite the reader of latest() never
         # queues behind the scheduler's write transactions, as a write transaction would.
         latest = await self.latest(spec.kind.value, spec.key)
-        if latest is not None and adoptable(latest[0], spec.path, adopt_finished=adopt_finished):
+        if latest is not None and adoptable(*latest, spec.path, adopt_finished=adopt_finished):
             self.polls.seen([latest[0]])
             return Obtained(False, latest[0], latest[1])
         if latest is not None and await self._on_tape_already(latest[0], spec):
@@ -172,8 +176,12 @@ class RequestStore(OperatorActions):
             return found
         raise AssertionError("unreachable")
 
-    async def _on_tape_already(self, row: Any, spec: SubmitSpec) -> bool:
-        return on_tape_already(row, spec) and not await copy_removed(self.engine, row.bfid)
+    async def _on_tape_already(self, row: Request, spec: SubmitSpec) -> bool:
+        return (
+            on_tape_already(row, spec)
+            and row.bfid is not None
+            and not await copy_removed(self.engine, row.bfid)
+        )
 
     async def _submit_once(self, specs: Sequence[SubmitSpec]) -> list[tuple[bool, Any]]:
         # Core SQL, off the event loop on a SQLite file (tssd.db.submits).
@@ -188,24 +196,24 @@ class RequestStore(OperatorActions):
 
     async def get(self, request_id: int) -> Request:
         async with self.sessions() as session:
-            row = await session.get(Request, request_id)
+            row = await session.get(RequestRow, request_id)
         if row is None:
             raise NotFound(f"no request {request_id}")
-        return row
+        return request_record(row)
 
     async def list_requests(self, flt: ListFilter) -> list[Request]:
-        stmt = select(Request).order_by(Request.id).limit(flt.limit)
+        stmt = select(RequestRow).order_by(RequestRow.id).limit(flt.limit)
         conditions = [
-            getattr(Request, name) == value
+            getattr(RequestRow, name) == value
             for name in ("state", "kind", "queue", "volume", "pnfsid")
             if (value := getattr(flt, name)) is not None
         ]
         if flt.after is not None:
-            conditions.append(Request.id > flt.after)
+            conditions.append(RequestRow.id > flt.after)
         if conditions:
             stmt = stmt.where(and_(*conditions))
         async with self.sessions() as session:
-            return list((await session.scalars(stmt)).all())
+            return request_records((await session.scalars(stmt)).all())
 
     async def query(self, ids: Sequence[int]) -> dict[str, Any]:
         """Progress of a batch of requests."""
@@ -215,14 +223,14 @@ class RequestStore(OperatorActions):
         failed: list[Request] = []
         async with self.sessions() as session:
             for i in range(0, len(ids), CHUNK):
-                stmt = select(Request).where(Request.id.in_(ids[i : i + CHUNK]))
+                stmt = select(RequestRow).where(RequestRow.id.in_(ids[i : i + CHUNK]))
                 for row in (await session.scalars(stmt)).all():
                     seen.add(row.id)
                     counts[row.state] += 1
                     total += row.size or 0
                     done += (row.size or 0) if row.state == State.DONE else 0
                     if row.state in (State.FAILED, State.CANCELLED) and len(failed) < 100:
-                        failed.append(row)
+                        failed.append(request_record(row))
         missing = [i for i in ids if i not in seen]
         return {
             "counts": counts,
@@ -243,7 +251,7 @@ class RequestStore(OperatorActions):
 
     # wait: tssd.db.actions.OperatorActions
 
-    async def latest(self, kind: str, pnfsid: str) -> tuple[Any, bool] | None:
+    async def latest(self, kind: str, pnfsid: str) -> tuple[Request, bool] | None:
         """The newest request of *kind* for *pnfsid*, and whether its outcome was reported.
 
         ``tss-hsm`` polls with this: a poll must find the recall it started even after that
@@ -251,8 +259,7 @@ class RequestStore(OperatorActions):
         hottest query of poll mode (every pending stage, every ``p:delay``). On SQLite it is
         one indexed read on a synchronous connection: through aiosqlite, the pool's ping,
         the thread hops and the rollback cost ten times the read (docs/benchmarks.md), and
-        a WAL reader never waits for the writer. The row has the attributes of a
-        :class:`Request` that ``request_json`` reads.
+        a WAL reader never waits for the writer.
         """
         params = {"pnfsid": pnfsid, "kind": kind}
         if self.postgres:
@@ -263,7 +270,7 @@ class RequestStore(OperatorActions):
                 row = sync_conn.execute(LATEST, params).first()
         if row is None:
             return None
-        return row, bool(row.reported_)
+        return request_record(row), bool(row.reported_)
 
     def _sqlite_reader(self) -> Engine:
         if self._reader is None:
@@ -274,7 +281,7 @@ class RequestStore(OperatorActions):
     async def mark_reported(self, request_id: int) -> Request:
         """Record that a client was told the outcome of a finished request (idempotent)."""
         async with self.sessions.begin() as session:
-            row = await session.get(Request, request_id)
+            row = await session.get(RequestRow, request_id)
             if row is None:
                 raise NotFound(f"no request {request_id}")
             state = State(row.state)
@@ -284,7 +291,7 @@ class RequestStore(OperatorActions):
                 # Its part file was claimed: off the reaper's index (tssd.delivery).
                 row.delivery = "claimed"
             await _record_events(session, [row.id], state, state, REPORTED)
-        return row
+        return request_record(row)
 
     # cancel and retry: tssd.db.actions.OperatorActions
 
@@ -330,9 +337,9 @@ class RequestStore(OperatorActions):
         With several instances on one database only this instance's own (or unowned)
         ones: the others' belong to live daemons, or to the reaper (tssd.cluster).
         """
-        stmt = select(Request.id).where(Request.state == State.ACTIVE)
+        stmt = select(RequestRow.id).where(RequestRow.state == State.ACTIVE)
         if self.instance is not None:
-            mine = (Request.instance == self.instance) | Request.instance.is_(None)
+            mine = (RequestRow.instance == self.instance) | RequestRow.instance.is_(None)
             stmt = stmt.where(mine)
         async with self.sessions() as session:
             ids = list((await session.scalars(stmt)).all())

@@ -11,8 +11,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from tssd.config import EnditDirectory, EnditSettings
 from tssd.config.storage_classes import DEFAULT_STORAGE_CLASSES, StorageClassSettings
 from tssd.db.lookups import requests_by_id
-from tssd.db.models import Request, State
 from tssd.db.store import RequestStore
+from tssd.domain import Request, State
 from tssd.endit.dirs import EnditPaths
 from tssd.metrics import EnditMetrics
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import structlog
 
 from tssd.backends.base import TapeBackend
-from tssd.db.models import Kind
+from tssd.domain import Kind
 from tssd.endit import protocol
 from tssd.endit.context import DirContext, in_thread
 from tssd.errors import InvalidRequest, TssdError

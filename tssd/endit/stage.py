@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from tssd.db.models import Kind, Request, State
+from tssd.domain import Kind, Request, State
 from tssd.endit import protocol
 from tssd.endit.context import DirContext, RequestBook, Watches, in_thread
 from tssd.endit.protocol import RequestFile, Version

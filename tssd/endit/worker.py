@@ -25,8 +25,7 @@ import structlog
 
 from tssd.backends.base import TapeBackend
 from tssd.db.lookups import events_after, last_event_id, open_transfers_under
-from tssd.db.models import Kind, Request
-from tssd.domain import TERMINAL_STATES, State
+from tssd.domain import TERMINAL_STATES, Kind, Request, State
 from tssd.endit import protocol
 from tssd.endit.context import DirContext, Watches, in_thread
 from tssd.endit.flush import FlushBook

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field, replace
 
 import structlog
 
-from tssd.clock import Clock
+from tssd.clock import Clock, utcnow
 from tssd.config import SchedulerSettings
 from tssd.db.interface import CandidateReads, QueueSettings
-from tssd.db.models import utcnow
 from tssd.scheduler.balance import pre_read
 from tssd.scheduler.context import Context, QueuePolicy
 from tssd.scheduler.cost import (

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import structlog
 
+from tssd.clock import utcnow
 from tssd.config import SchedulerSettings
-from tssd.db.models import utcnow
 from tssd.db.store import RequestStore
 from tssd.domain import Kind, State
 from tssd.errors import TssdError

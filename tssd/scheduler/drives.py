@@ -14,10 +14,9 @@ import structlog
 
 from tssd.activity import Activity
 from tssd.backends.base import TapeBackend
-from tssd.clock import Clock
+from tssd.clock import Clock, utcnow
 from tssd.cluster.claims import LocalClaims, VolumeClaims
 from tssd.db.interface import MountBook
-from tssd.db.models import utcnow
 from tssd.domain import Kind
 from tssd.errors import BackendError, TssdError
 from tssd.health import Health, record_failure, record_success

@@ -18,7 +18,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tssd.domain import RequestView, State
+from tssd.domain import Request, State
 from tssd.scheduler.rules import RULES, Held
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ FINISHED = (State.DONE, State.FAILED, State.CANCELLED, State.ABANDONED)
 
 
 class Timed(Protocol):
-    """What the latency-target fields read of a request (a ``RequestView``)."""
+    """What the latency-target fields read of a request (a ``Request``)."""
 
     @property
     def state(self) -> str: ...
@@ -40,7 +40,7 @@ class Timed(Protocol):
     def finished_at(self) -> datetime | None: ...
 
 
-def explain(scheduler: Scheduler, row: RequestView) -> dict[str, Any]:
+def explain(scheduler: Scheduler, row: Request) -> dict[str, Any]:
     """The ``why`` answer for *row*: id, state, rule, detail, eta_s, eta."""
     rule, detail, eta_s = _why(scheduler, row)
     now = datetime.now(UTC)
@@ -78,13 +78,13 @@ def against_target(
     }
 
 
-def eta_fields(scheduler: Scheduler, row: RequestView) -> dict[str, Any]:
+def eta_fields(scheduler: Scheduler, row: Request) -> dict[str, Any]:
     """``eta_s`` and ``eta`` for the request JSON."""
     answer = explain(scheduler, row)
     return {"eta_s": answer["eta_s"], "eta": answer["eta"]}
 
 
-def _why(scheduler: Scheduler, row: RequestView) -> tuple[str, str, float | None]:
+def _why(scheduler: Scheduler, row: Request) -> tuple[str, str, float | None]:
     if row.state in FINISHED:
         # Nothing is expected of a finished request: an ETA of "now" read as if it were
         # still coming (tssctl showed one for every done request).

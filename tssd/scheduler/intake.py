@@ -10,8 +10,9 @@ from urllib.parse import parse_qs, urlsplit
 import structlog
 
 from tssd.backends.base import TapeBackend, TapeCopy
-from tssd.db.models import Request, utcnow
+from tssd.clock import utcnow
 from tssd.db.store import RequestStore
+from tssd.domain import Request
 from tssd.errors import ObjectNotFound, PermanentBackendError, TssdError
 from tssd.retry import Retrier
 from tssd.scheduler.copies import cover_copies

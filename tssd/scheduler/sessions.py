@@ -24,10 +24,9 @@ from tssd.backends.base import (
     TapeCopy,
 )
 from tssd.backpressure import Backpressure
-from tssd.clock import Offload, inline
-from tssd.db.models import Request, utcnow
+from tssd.clock import Offload, inline, utcnow
 from tssd.db.store import RequestStore
-from tssd.domain import Kind, State
+from tssd.domain import Kind, Request, State
 from tssd.errors import ChecksumMismatch, TransientBackendError, TssdError
 from tssd.metrics import Metrics
 from tssd.retry import Retrier

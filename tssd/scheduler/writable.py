@@ -17,9 +17,8 @@ from typing import Any
 import structlog
 
 from tssd.backends.base import Source, TapeBackend, TapeCopy, WriteItem, WriteResult
-from tssd.db.models import Request
 from tssd.db.store import RequestStore
-from tssd.domain import Kind, State
+from tssd.domain import Kind, Request, State
 from tssd.errors import BackendError, DataError, TooLargeForTape, TransientBackendError, TssdError
 from tssd.metrics import Metrics
 from tssd.retry import Retrier

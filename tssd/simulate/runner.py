@@ -21,9 +21,9 @@ from tssd.config import SchedulerSettings, Settings, SimSettings
 from tssd.config.queues import QueueSettings
 from tssd.db.engine import Engine, session_factory
 from tssd.db.lookups import all_recalls
-from tssd.db.models import Kind, Request
 from tssd.db.sim_catalog import SimCatalogTables
 from tssd.db.throwaway import memory_engine
+from tssd.domain import Kind, Request
 from tssd.files import CountingSink
 from tssd.scheduler.drives import MountRecord
 from tssd.scheduler.policy import get_policy
