@@ -55,10 +55,10 @@ async def test_every_request_handed_out_is_a_frozen_domain_record(
     found = await store.obtain(migrate(), adopt_finished=False)
     handed = [row, found.row, await store.get(row.id)]
     handed += await store.list_requests(ListFilter())
-    handed += [await store.cancel(row.id), (await store.wait(row.id, 0.01))[0]]
+    handed += [await store.cancel_request(row.id), (await store.wait(row.id, 0.01))[0]]
     handed += [await store.mark_reported(row.id), *(await store.query([row.id]))["failed"]]
     latest = await store.latest("recall", "00AA")
-    handed += [*([latest[0]] if latest else []), await store.retry(row.id)]
+    handed += [*([latest[0]] if latest else []), await store.retry_request(row.id)]
     assert len(handed) == 11 and all(type(r) is Request for r in handed)
     assert (handed[2].kind, handed[2].state) == (Kind.RECALL, State.QUEUED)
     with pytest.raises(AttributeError):  # frozen
