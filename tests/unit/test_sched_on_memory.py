@@ -24,6 +24,7 @@ from tssd.metrics import Metrics
 from tssd.retry import Retrier, RetryPolicy
 from tssd.scheduler.choose import Chooser
 from tssd.scheduler.core import Scheduler
+from tssd.scheduler.drive_session import DriveSessions
 from tssd.scheduler.drives import DriveManager
 from tssd.scheduler.intake import Intake
 from tssd.scheduler.planner import Planner
@@ -150,21 +151,22 @@ def whole_scheduler(
     settings = settings or Settings().scheduler
     clock, metrics, policy, planner = RealClock(), Metrics(), get_policy("tssd"), Planner()
     drives = DriveManager(library, MemoryMounts(), retrier(), metrics, clock)  # type: ignore[arg-type]
+    sessions = DriveSessions(drives.drives, clock)
     chooser = Chooser(
-        settings, store.scheduling, store.queue_settings, drives, LTO9, clock, planner=planner
-    )
-    reservations = Reservations()
+        settings, store.scheduling, store.queue_settings, drives, LTO9, clock, planner=planner,
+        drive_sessions=sessions,
+    )  # fmt: skip
     runner = SessionRunner(
-        store, library, drives, retrier(), metrics, reservations=reservations,  # type: ignore[arg-type]
-        tiers=PriorityTiers(drives, planner), sink_for=lambda request: CountingSink(),
+        store, library, drives, retrier(), metrics,  # type: ignore[arg-type]
+        tiers=PriorityTiers(sessions, planner), sink_for=lambda request: CountingSink(),
         source_for=lambda request: None, chunk=100, policy=policy, rao="off",  # type: ignore[arg-type,return-value]
     )  # fmt: skip
     intake = Intake(store, library, retrier(), policy, planner=planner, now=clock.now)  # type: ignore[arg-type]
     scheduler = Scheduler(
         settings, store, drives, intake, runner, metrics, policy,  # type: ignore[arg-type]
-        chooser=chooser, reservations=reservations, work=store.work,
+        chooser=chooser, sessions=sessions, work=store.work,
     )  # fmt: skip
-    return scheduler, drives, reservations
+    return scheduler, drives, sessions.reservations
 
 
 async def test_the_scheduler_reads_every_tape_once_on_the_memory_store(
