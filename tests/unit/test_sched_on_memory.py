@@ -329,3 +329,28 @@ async def test_idle_tapes_unload_after_keep_s_and_at_once_from_a_disabled_drive(
     assert library.loaded == {"d1": None, "d2": None}
     assert not reservations.volume_busy("A") and not reservations.volume_busy("B")
     assert not any(d.busy for d in drives.drives.values())
+
+
+async def test_a_migration_whose_tape_is_busy_elsewhere_leaves_that_reservation_alone(
+    memory_store: MemoryStore,
+) -> None:
+    """The tape a migration would fill (V) is in another session: the migration gives
+    up for now, and its end must not release V, which it never held (once it did, and
+    the next pass wrote to V under the other session)."""
+    library = HeldLibrary({})
+    settings = dataclasses.replace(Settings().scheduler, migrate_max_age_s=0.0)
+    scheduler, _, reservations = whole_scheduler(memory_store, library, settings)
+    body = {
+        "kind": "migrate", "pnfsid": "00C1", "path": "/pool/00C1", "storage_class": "a:b",
+        "size": 100,
+    }  # fmt: skip
+    [(_, row)] = await memory_store.submit([parse_submit(body)])
+    reservations.hold_volume("V")  # as another drive's session on V would
+    await scheduler.start()
+    for _ in range(20):
+        await scheduler.schedule_once()
+        await asyncio.sleep(0.01)
+    await scheduler.stop(1.0)
+    assert scheduler.sessions_started[Kind.MIGRATE] >= 1
+    assert reservations.volume_busy("V") and not library.busy.is_set()
+    assert (await memory_store.get(row.id)).state == State.QUEUED
