@@ -140,6 +140,8 @@ class Scheduler:
 
     async def start(self) -> None:
         await self.drives.load()
+        for name in self.drives.drives:
+            self.sessions.of(name)  # one session object per drive, from the start
         requeued = await self.store.requeue_active("daemon restarted")
         if requeued:
             log.info("requests.requeued", count=requeued)
