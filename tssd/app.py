@@ -54,11 +54,11 @@ from tssd.safepath import HeldRoots
 from tssd.scheduler.choose import Chooser
 from tssd.scheduler.core import Scheduler
 from tssd.scheduler.cost import profile_of
+from tssd.scheduler.drive_session import DriveSessions
 from tssd.scheduler.drives import DriveManager
 from tssd.scheduler.intake import Intake
 from tssd.scheduler.planner import Planner
 from tssd.scheduler.policy import Policy, get_policy
-from tssd.scheduler.reservations import Reservations
 from tssd.scheduler.sessions import SessionRunner, SinkFactory, SourceFactory
 from tssd.scheduler.tiers import PriorityTiers
 from tssd.services import Services
@@ -170,29 +170,29 @@ def _scheduler(
     planner: Planner,
     roots: HeldRoots | None,
 ) -> Scheduler:
-    """The scheduler and its parts: chooser, reservations, tiers, sessions, intake."""
+    """The scheduler and its parts: chooser, drive sessions, tiers, runner, intake."""
     s, policy, clock = settings.scheduler, wiring.policy, wiring.clock
+    sessions = DriveSessions(drives.drives, clock)
     chooser = Chooser(
         s, store.scheduling, store.queue_settings, drives, profile_of(backend), clock,
-        planner=planner,
+        planner=planner, drive_sessions=sessions,
     )  # fmt: skip
-    reservations = Reservations()
     if policy.cost_model:
         tiers = PriorityTiers(
-            drives, planner, interrupt_after_s=s.urgent_batch_s,
+            sessions, planner, interrupt_after_s=s.urgent_batch_s,
             urgent_within_s=s.urgent_within_s, urgent_target_s=s.urgent_target_s,
             queue_targets=chooser.targets,
         )  # fmt: skip
         rao, urgent_elsewhere = s.rao, chooser.urgent_late
     else:
         # No per-tape index: no request interrupts a pass, reads in position order.
-        tiers, rao, urgent_elsewhere = PriorityTiers(drives), "off", _never
+        tiers, rao, urgent_elsewhere = PriorityTiers(sessions), "off", _never
     sink_for, source_for = wiring.sink_for, wiring.source_for
     if sink_for is None or source_for is None:
         movers = FileMovers(settings, store, roots)
         sink_for, source_for = sink_for or movers.sink, source_for or movers.source
     runner = SessionRunner(
-        store, backend, drives, retrier, metrics, reservations=reservations, tiers=tiers,
+        store, backend, drives, retrier, metrics, tiers=tiers,
         sink_for=sink_for, source_for=source_for,
         chunk=s.recall_chunk, policy=policy, rao=rao, offload=wiring.offload,
         urgent_elsewhere=urgent_elsewhere,
@@ -202,7 +202,7 @@ def _scheduler(
     intake = Intake(store, backend, retrier, policy, planner=tiers.planner, now=clock.now)
     return Scheduler(
         s, store, drives, intake, runner, metrics, policy, chooser=chooser,
-        reservations=reservations, work=store.work,
+        sessions=sessions, work=store.work,
     )  # fmt: skip
 
 

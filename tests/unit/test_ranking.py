@@ -22,6 +22,7 @@ from tssd.config import SchedulerSettings
 from tssd.scheduler.choose import Chooser, Running
 from tssd.scheduler.context import QueuePolicy
 from tssd.scheduler.cost import Verdict
+from tssd.scheduler.drive_session import DriveSessions
 from tssd.scheduler.drives import DriveState
 from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.queues import MountLedger
@@ -49,14 +50,22 @@ class World:
     touched: set[str] = field(default_factory=set)
     unavailable: set[str] = field(default_factory=set)
     next_id: int = 1
+    #: The drives' session objects, shared by the choosers compared (as the scheduler's).
+    sessions: DriveSessions = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sessions = DriveSessions(self.drives, WorldClock(self))
 
     def chooser(self, *, incremental: bool) -> Chooser:
         drives = SimpleNamespace(
             drives=self.drives, ledger=self.ledger,
             free=lambda: [d for d in self.drives.values() if d.enabled and not d.busy],
         )  # fmt: skip
-        clock = SimpleNamespace(now=lambda: self.now)
-        chooser = Chooser(SETTINGS, None, None, drives, LTO9, clock, planner=self.planner)  # type: ignore[arg-type]
+        chooser = Chooser(
+            SETTINGS, None, None, drives, LTO9, WorldClock(self),  # type: ignore[arg-type]
+            planner=self.planner,
+            drive_sessions=self.sessions,
+        )  # fmt: skip
         chooser.incremental = incremental
         return chooser
 
@@ -90,7 +99,8 @@ def apply(world: World, chooser: Chooser, op: tuple[Any, ...]) -> None:
     elif kind == "session":  # a session starts (reserving its tape) or ends
         drive = ("d1", "d2", "d3")[a % 3]
         if drive in chooser.running:
-            volume = chooser.running.pop(drive).volume
+            volume = chooser.running[drive].volume
+            chooser.sessions.of(drive).end_tour()
             world.busy.discard(volume)
             world.drives[drive].busy = False
             world.drives[drive].volume = volume if b % 2 else None
@@ -100,7 +110,9 @@ def apply(world: World, chooser: Chooser, op: tuple[Any, ...]) -> None:
                 return
             world.busy.add(volume)
             world.drives[drive].busy, world.drives[drive].volume = True, volume
-            chooser.running[drive] = Running(volume, QUEUES[c % 3], 0, world.now + 1000)
+            chooser.sessions.of(drive).begin_tour(
+                Running(volume, QUEUES[c % 3], 0, world.now + 1000)
+            )
             world.ledger.record(volume, world.now)
         world.touched.add(volume)
     elif kind == "drive":
@@ -128,6 +140,19 @@ def same(verdict: Verdict) -> tuple[Any, ...]:
             verdict.mount_s, verdict.queues, verdict.queue, key)  # fmt: skip
 
 
+@dataclass
+class WorldClock:
+    """The world's clock (it moves only when an op says so)."""
+
+    world: World
+
+    def now(self) -> float:
+        return self.world.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.world.now += max(seconds, 0.0)
+
+
 OPS = st.tuples(
     st.sampled_from(("add", "add", "take", "time", "time", "queue", "session", "session",
                      "drive", "unavailable", "resync")),
@@ -143,7 +168,7 @@ def test_incremental_plan_is_the_full_ranking(ops: list[tuple[Any, ...]]) -> Non
     full = world.chooser(incremental=False)
     for op in ops:
         apply(world, incremental, op)
-        full.queues, full.running = incremental.queues, incremental.running
+        full.queues = incremental.queues  # and the sessions, shared by the world
         plan = incremental.plan(world.busy, world.mountable, world.touched)
         world.touched = set()
         walked = list(plan.walk)

@@ -86,7 +86,7 @@ def chooser(verdicts: list[Verdict], *, targets: bool = True) -> Chooser:
     made.queues = {"urgent": QueuePolicy(latency_target_s=3600.0 if targets else None)}
     made.verdicts = {v.volume: v for v in verdicts}
     made.planner = Planner()
-    made.running["d1"] = Running("R", "bulk", 0, 5000.0)
+    made.sessions.of("d1").begin_tour(Running("R", "bulk", 0, 5000.0))
     return made
 
 

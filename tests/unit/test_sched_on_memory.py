@@ -24,6 +24,7 @@ from tssd.metrics import Metrics
 from tssd.retry import Retrier, RetryPolicy
 from tssd.scheduler.choose import Chooser
 from tssd.scheduler.core import Scheduler
+from tssd.scheduler.drive_session import DriveSessions
 from tssd.scheduler.drives import DriveManager
 from tssd.scheduler.intake import Intake
 from tssd.scheduler.planner import Planner
@@ -150,21 +151,22 @@ def whole_scheduler(
     settings = settings or Settings().scheduler
     clock, metrics, policy, planner = RealClock(), Metrics(), get_policy("tssd"), Planner()
     drives = DriveManager(library, MemoryMounts(), retrier(), metrics, clock)  # type: ignore[arg-type]
+    sessions = DriveSessions(drives.drives, clock)
     chooser = Chooser(
-        settings, store.scheduling, store.queue_settings, drives, LTO9, clock, planner=planner
-    )
-    reservations = Reservations()
+        settings, store.scheduling, store.queue_settings, drives, LTO9, clock, planner=planner,
+        drive_sessions=sessions,
+    )  # fmt: skip
     runner = SessionRunner(
-        store, library, drives, retrier(), metrics, reservations=reservations,  # type: ignore[arg-type]
-        tiers=PriorityTiers(drives, planner), sink_for=lambda request: CountingSink(),
+        store, library, drives, retrier(), metrics,  # type: ignore[arg-type]
+        tiers=PriorityTiers(sessions, planner), sink_for=lambda request: CountingSink(),
         source_for=lambda request: None, chunk=100, policy=policy, rao="off",  # type: ignore[arg-type,return-value]
     )  # fmt: skip
     intake = Intake(store, library, retrier(), policy, planner=planner, now=clock.now)  # type: ignore[arg-type]
     scheduler = Scheduler(
         settings, store, drives, intake, runner, metrics, policy,  # type: ignore[arg-type]
-        chooser=chooser, reservations=reservations, work=store.work,
+        chooser=chooser, sessions=sessions, work=store.work,
     )  # fmt: skip
-    return scheduler, drives, reservations
+    return scheduler, drives, sessions.reservations
 
 
 async def test_the_scheduler_reads_every_tape_once_on_the_memory_store(
@@ -327,3 +329,28 @@ async def test_idle_tapes_unload_after_keep_s_and_at_once_from_a_disabled_drive(
     assert library.loaded == {"d1": None, "d2": None}
     assert not reservations.volume_busy("A") and not reservations.volume_busy("B")
     assert not any(d.busy for d in drives.drives.values())
+
+
+async def test_a_migration_whose_tape_is_busy_elsewhere_leaves_that_reservation_alone(
+    memory_store: MemoryStore,
+) -> None:
+    """The tape a migration would fill (V) is in another session: the migration gives
+    up for now, and its end must not release V, which it never held (once it did, and
+    the next pass wrote to V under the other session)."""
+    library = HeldLibrary({})
+    settings = dataclasses.replace(Settings().scheduler, migrate_max_age_s=0.0)
+    scheduler, _, reservations = whole_scheduler(memory_store, library, settings)
+    body = {
+        "kind": "migrate", "pnfsid": "00C1", "path": "/pool/00C1", "storage_class": "a:b",
+        "size": 100,
+    }  # fmt: skip
+    [(_, row)] = await memory_store.submit([parse_submit(body)])
+    reservations.hold_volume("V")  # as another drive's session on V would
+    await scheduler.start()
+    for _ in range(20):
+        await scheduler.schedule_once()
+        await asyncio.sleep(0.01)
+    await scheduler.stop(1.0)
+    assert scheduler.sessions_started[Kind.MIGRATE] >= 1
+    assert reservations.volume_busy("V") and not library.busy.is_set()
+    assert (await memory_store.get(row.id)).state == State.QUEUED

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from tests.unit.test_sched_tiers import SetClock
 from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings
 from tssd.scheduler.choose import Chooser, Running
 from tssd.scheduler.context import QueuePolicy
 from tssd.scheduler.cost import Verdict
+from tssd.scheduler.drive_session import DriveSessions
 from tssd.scheduler.planner import Entry, Planner
 from tssd.scheduler.queues import MountLedger
 from tssd.scheduler.stagger import stagger_end
@@ -60,19 +62,19 @@ def chooser(*, targets: bool = True, queued: int = 20) -> Chooser:
 
 def test_a_bulk_session_colliding_with_another_stops_early_once() -> None:
     made = chooser()
-    made.running["d0"] = Running("V0", "bulk", 0, 4000.0)
+    made.sessions.of("d0").begin_tour(Running("V0", "bulk", 0, 4000.0))
     assert made.started("d1", "V1", "bulk", 0, 4000.0) == 3000.0
     assert made.running["d1"].until == 3000.0  # the plan sees the drive free then
     made.ended("d1")
     assert "V1" in made.split  # its rest: an ordinary tape, ranked as not mounted
-    made.running["d1"] = Running("V2", "bulk", 0, 3000.0)
+    made.sessions.of("d1").begin_tour(Running("V2", "bulk", 0, 3000.0))
     assert made.started("d2", "V1", "bulk", 0, 4000.0) is None  # split once only
     assert "V1" not in made.split
 
 
 def test_no_stagger_without_a_target_for_urgent_work_or_near_the_end() -> None:
     for made, priority in ((chooser(targets=False), 0), (chooser(), 5), (chooser(queued=3), 0)):
-        made.running["d0"] = Running("V0", "bulk", 0, 4000.0)
+        made.sessions.of("d0").begin_tour(Running("V0", "bulk", 0, 4000.0))
         assert made.started("d1", "V1", "bulk", priority, 4000.0) is None
         assert made.running["d1"].until == 4000.0
         made.ended("d1")
@@ -80,12 +82,11 @@ def test_no_stagger_without_a_target_for_urgent_work_or_near_the_end() -> None:
 
 
 def test_a_session_past_its_stop_yields() -> None:
-    now = [100.0]
-    drives = SimpleNamespace(clock=SimpleNamespace(now=lambda: now[0]), drives={})
-    tiers = PriorityTiers(drives)  # type: ignore[arg-type]
-    tiers.stop_at("d1", 500.0)
+    clock = SetClock(100.0)
+    tiers = PriorityTiers(DriveSessions({}, clock))
+    tiers.sessions.of("d1").begin_recall(0, 500.0)
     assert not tiers.interrupted("d1", "V1")
-    now[0] = 500.0
+    clock.at = 500.0
     assert tiers.interrupted("d1", "V1") and "d1" in tiers.yielding
-    tiers.session_ended("d1")
+    tiers.sessions.of("d1").ended()
     assert not tiers.interrupted("d1", "V1")

@@ -169,7 +169,9 @@ def chooser(now: float, starts: dict[str, float], running: dict[str, Running]) -
     drives = SimpleNamespace(drives={}, free=list, ledger=MountLedger())
     settings = SchedulerSettings(preempt_after_s=14400.0)
     made = Chooser(settings, None, None, drives, T10K, clock)  # type: ignore[arg-type]
-    made._starts, made.running = starts, running
+    made._starts = starts
+    for drive, run in running.items():
+        made.sessions.of(drive).begin_tour(run)
     made.planner = tape("fast", 0.0, n=1, priority=5)
     return made
 
@@ -213,11 +215,12 @@ def test_a_drive_already_yielding_serves_the_target_and_urgent_sessions_never_yi
 
 
 def test_a_target_bearing_file_is_read_by_its_deadline_not_urgent_within_s_late() -> None:
+    from tests.unit.test_sched_tiers import SetClock
+    from tssd.scheduler.drive_session import DriveSessions
     from tssd.scheduler.tiers import PriorityTiers
 
-    clock = SimpleNamespace(now=lambda: 3500.0)
     tiers = PriorityTiers(
-        SimpleNamespace(clock=clock),  # type: ignore[arg-type]
+        DriveSessions({}, SetClock(3500.0)),
         urgent_within_s=300.0, urgent_target_s=6000.0, queue_targets=lambda: {"fast": 3600.0},
     )  # fmt: skip
     fast = Entry(1, "A", 1, GB, 5, "fast", 0.0)

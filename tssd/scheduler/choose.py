@@ -11,7 +11,7 @@ import gc
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Set
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 
 import structlog
 
@@ -28,6 +28,7 @@ from tssd.scheduler.cost import (
     target_deadline,
     urgent_since,
 )
+from tssd.scheduler.drive_session import DriveSessions, Running
 from tssd.scheduler.drives import DriveManager
 from tssd.scheduler.planner import Planner
 from tssd.scheduler.queues import load_pending, load_queues
@@ -42,14 +43,7 @@ RESYNC_CHUNK = 1_000
 RESYNC_TAPES = 10
 
 
-@dataclass
-class Running:
-    """A recall session as the chooser sees it."""
-
-    volume: str
-    queue: str
-    priority: int
-    until: float  # estimated end (clock seconds)
+__all__ = ["Chooser", "Plan", "Running", "plan_starts"]
 
 
 @dataclass
@@ -81,7 +75,10 @@ class Plan:
 class Chooser:
     """The ``tssd`` policy's ranking of recall tapes, pass after pass, and what it saw:
     each tape's verdict, the planned starts, the sessions running (the scheduler tells
-    it through :meth:`started`, :meth:`ended` and :meth:`waiting`)."""
+    it through :meth:`started`, :meth:`ended` and :meth:`waiting`). A session's tour
+    (its estimated end, its stagger cap) is kept in its drive's
+    :class:`~tssd.scheduler.drive_session.DriveSession` (*sessions*: the scheduler's,
+    else one of its own over *drives*)."""
 
     settings: SchedulerSettings
     #: The queue's reads (``store.scheduling``) and the queues' rows (``store.queue_settings``).
@@ -92,8 +89,8 @@ class Chooser:
     clock: Clock
     planner: Planner = field(default_factory=Planner)
     queues: dict[str, QueuePolicy] = field(default_factory=dict)
-    #: Recall sessions by drive name.
-    running: dict[str, Running] = field(default_factory=dict)
+    #: The scheduler's session objects (default: a registry of its own over *drives*).
+    drive_sessions: InitVar[DriveSessions | None] = None
     #: Last pass: every tape's verdict (and ``starts``: the estimated start of eligible ones).
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     _starts: dict[str, float] | None = field(default_factory=dict, repr=False)
@@ -111,19 +108,25 @@ class Chooser:
     late: frozenset[str] = frozenset()
     #: The periodic resync running in the background (refresh), if any.
     _resync: asyncio.Task[None] | None = field(default=None, repr=False)
-    #: Bulk sessions stopped early to stagger the drives (``stagger.py``): drive ->
-    #: (volume, stop); the volumes so split (each once), and those left in a free drive
-    #: (ranked as unmounted: the drive takes another tape).
-    capped: dict[str, tuple[str, float]] = field(default_factory=dict, repr=False)
+    #: Bulk sessions stopped early to stagger the drives (``stagger.py``, kept as each
+    #: session's ``capped``): the volumes so split (each once), and those left in a free
+    #: drive (ranked as unmounted: the drive takes another tape).
     was_split: set[str] = field(default_factory=set, repr=False)
     split: set[str] = field(default_factory=set, repr=False)
     #: Tapes a freeing drive reads part of first, to end the drives together
     #: (``balance.py``): volume -> seconds of reading.
     pre_reads: dict[str, float] = field(default_factory=dict, repr=False)
     ranking: Ranking = field(init=False, repr=False)
+    sessions: DriveSessions = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, drive_sessions: DriveSessions | None) -> None:
         self.ranking = Ranking(self.planner)
+        self.sessions = drive_sessions or DriveSessions(self.drives.drives, self.clock)
+
+    @property
+    def running(self) -> dict[str, Running]:
+        """Recall sessions by drive name, in the order they started."""
+        return self.sessions.tours()
 
     @property
     def starts(self) -> dict[str, float]:
@@ -294,8 +297,9 @@ class Chooser:
     def _free_at(self, now: float) -> list[float]:
         """When each enabled drive is free, soonest first (for :func:`plan_starts`)."""
         enabled = [d for d in self.drives.drives.values() if d.enabled]
+        running = self.running
         return sorted(
-            max(now, self.running[d.name].until) if d.name in self.running else now for d in enabled
+            max(now, running[d.name].until) if d.name in running else now for d in enabled
         )
 
     def started(self, drive: str, verdict_volume: str, queue: str, priority: int,
@@ -310,9 +314,10 @@ class Chooser:
         if seconds is not None and stop is None:
             stop = now + self.profile.mount_s() + seconds
         until = now + service_s if stop is None else stop
-        self.running[drive] = Running(verdict_volume, queue, priority, until)
+        session = self.sessions.of(drive)
+        session.begin_tour(Running(verdict_volume, queue, priority, until))
         if stop is not None:
-            self.capped[drive] = (verdict_volume, stop)
+            session.capped = (verdict_volume, stop)
             self.was_split.add(verdict_volume)
         return stop
 
@@ -331,8 +336,7 @@ class Chooser:
         return stagger_end(now, service_s, others, drives)
 
     def ended(self, drive: str) -> None:
-        self.running.pop(drive, None)
-        capped = self.capped.pop(drive, None)
+        capped = self.sessions.of(drive).end_tour()
         tape = self.planner.tapes.get(capped[0]) if capped is not None else None
         if capped is not None and tape is not None and tape.entries:
             self.split.add(capped[0])  # its rest waits as an ordinary tape

@@ -5,7 +5,9 @@ With the ``tssd`` policy, recall candidates come from the in-memory per-tape ind
 holds a tape back; the other policies (``tss``, ``fifo``) keep their simple database
 queries. Migrations are batched per storage class. A volume is never given to two
 drives: its reservation (``reservations.py``) is checked and taken without an ``await``
-in between, and the database keeps ``drives.volume`` unique.
+in between, and the database keeps ``drives.volume`` unique. Each drive's session state
+(what it reserved, its tier, its tour, its task) is its ``DriveSession``
+(``drive_session.py``).
 
 Extension points: :meth:`Scheduler.mountable` is the one predicate deciding whether a
 volume may be given a drive now (health, cluster claims), and :meth:`Scheduler._session`
@@ -32,11 +34,11 @@ from tssd.scheduler.choose import Chooser, Plan
 from tssd.scheduler.context import QueuePolicy
 from tssd.scheduler.cost import Verdict
 from tssd.scheduler.decisions import Decisions
+from tssd.scheduler.drive_session import DriveSession, DriveSessions
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.intake import Intake
 from tssd.scheduler.planner import Planner
 from tssd.scheduler.policy import Policy
-from tssd.scheduler.reservations import Reservations
 from tssd.scheduler.sessions import SessionRunner
 from tssd.work import Noted, WorkSignal
 
@@ -70,9 +72,10 @@ class Scheduler:
     A pass (:meth:`schedule_once`) carries out the work that needs no drive (through the
     *intake*), then gives free drives the best candidates: the *chooser*'s ranked tapes
     (``tssd`` policy) or the policy's queries, and storage classes due for migration. Each
-    session runs as a task of its own through the *runner*; the *reservations* make sure
-    no volume or storage class is in two sessions, and drives change only through the
-    *drives* manager. :meth:`stop` starts no more sessions and drains the running ones.
+    session runs as a task of its own through the *runner*; each drive's session object
+    (*sessions*) holds its reservations, which make sure no volume or storage class is
+    in two sessions, and drives change only through the *drives* manager. :meth:`stop`
+    starts no more sessions and drains the running ones.
     It owns the *work* signal: the store and the API wake it through its methods.
     """
 
@@ -87,7 +90,7 @@ class Scheduler:
         policy: Policy,
         *,
         chooser: Chooser,
-        reservations: Reservations,
+        sessions: DriveSessions,
         work: WorkSignal,
     ) -> None:
         self.policy = policy
@@ -98,7 +101,9 @@ class Scheduler:
         self.intake = intake
         self.runner = runner
         self.metrics = metrics
-        self.reservations = reservations
+        #: One session object per drive; their reservations' shared index.
+        self.sessions = sessions
+        self.reservations = sessions.reservations
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         self._seen_pending: set[tuple[str, str]] = set()
@@ -135,6 +140,8 @@ class Scheduler:
 
     async def start(self) -> None:
         await self.drives.load()
+        for name in self.drives.drives:
+            self.sessions.of(name)  # one session object per drive, from the start
         requeued = await self.store.requeue_active("daemon restarted")
         if requeued:
             log.info("requests.requeued", count=requeued)
@@ -407,42 +414,28 @@ class Scheduler:
         return min(free, key=lambda d: (d.volume is not None, d.idle_since))
 
     def _start(self, drive: DriveState, candidate: Candidate) -> None:
+        session = self.sessions.of(drive.name)
         self.drives.occupy(drive)
         self.sessions_started[candidate.purpose] += 1
+        session.reserve(candidate.purpose, candidate.target, drive.volume)
         if candidate.purpose is Kind.RECALL:
-            self.reservations.hold_volume(candidate.target)
-        else:
-            self.reservations.hold_class(candidate.target)
-        if drive.volume is not None:
-            self.reservations.hold_volume(drive.volume)
-        if candidate.purpose is Kind.RECALL:
-            # A session starting for urgent work must not look preemptible before its
-            # first pass has set its priority.
-            self.runner.tiers.set_tier(drive.name, candidate.priority)
             stop = self.chooser.started(
                 drive.name, candidate.target, candidate.queue, candidate.priority,
                 candidate.service_s,
             )  # fmt: skip
-            if stop is not None:  # staggered (stagger.py)
-                self.runner.tiers.stop_at(drive.name, stop)
-        task = asyncio.create_task(
-            self._session(drive, candidate),
+            session.begin_recall(candidate.priority, stop)  # stop: staggered (stagger.py)
+        session.task = asyncio.create_task(
+            self._session(session, drive, candidate),
             name=f"{candidate.purpose}:{candidate.target}@{drive.name}",
         )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.add(session.task)
+        session.task.add_done_callback(self._tasks.discard)
         self.drives.update_gauge()
 
-    async def _session(self, drive: DriveState, candidate: Candidate) -> None:
+    async def _session(
+        self, session: DriveSession, drive: DriveState, candidate: Candidate
+    ) -> None:
         held = drive.volume
-
-        def release_held() -> None:
-            # Released once: a later release would drop the reservation of a session
-            # that took the tape meanwhile.
-            nonlocal held
-            if held is not None:
-                self.reservations.release_volume(held)
-                held = None
 
         async def make_room(volume: str) -> None:
             # The tape this session replaces is free from its unload on: held to the
@@ -450,7 +443,7 @@ class Scheduler:
             # requests after a visit) could not go to another drive for a whole session.
             if held is not None and held != volume:
                 await self.drives.dismount(drive)
-                release_held()
+                session.release_volume(held)
 
         log.info(
             "session.start", drive=drive.name, purpose=candidate.purpose, target=candidate.target
@@ -468,12 +461,8 @@ class Scheduler:
             log.exception("session.crashed", drive=drive.name, target=candidate.target)
         finally:
             self.chooser.ended(drive.name)
-            self.runner.tiers.session_ended(drive.name)
-            if candidate.purpose is Kind.RECALL:
-                self.reservations.release_volume(candidate.target)
-            else:
-                self.reservations.release_class(candidate.target)
-            release_held()
+            session.ended()
+            session.release()
             self.drives.vacate(drive, idle_since=self.drives.clock.now())
             self.decisions.drive_freed()
             self._drive_freed.set()

@@ -35,7 +35,6 @@ from tssd.scheduler.planner import Entry
 from tssd.scheduler.policy import Policy
 from tssd.scheduler.rao import inserts_urgent
 from tssd.scheduler.reads import PlannedReads
-from tssd.scheduler.reservations import Reservations
 from tssd.scheduler.tiers import PriorityTiers
 from tssd.scheduler.writable import WritableBatches
 from tssd.tape.geometry import Profile
@@ -55,7 +54,8 @@ class SessionRunner(WritableBatches):
     recalls, :meth:`migrate` writes a storage class's batch. It claims, moves and finishes
     the requests; what it did not get to goes back to the queue however a session ends.
     Drives change only through the DriveManager; the tape a migration fills is reserved
-    in *reservations*; which session yields or is interrupted is kept in *tiers*."""
+    by the drive's session object (``tiers.sessions``); which session yields or is
+    interrupted is decided by *tiers*."""
 
     def __init__(
         self,
@@ -65,7 +65,6 @@ class SessionRunner(WritableBatches):
         retrier: Retrier,
         metrics: Metrics,
         *,
-        reservations: Reservations,
         tiers: PriorityTiers,
         sink_for: SinkFactory,
         source_for: SourceFactory,
@@ -93,7 +92,7 @@ class SessionRunner(WritableBatches):
         self._claimed_entries: dict[int, Entry] = {}
         self.tiers = tiers
         self.planner = tiers.planner  # the scheduler's per-tape index (tssd policy)
-        self.reservations = reservations
+        self.sessions = tiers.sessions
         #: Queues an operator paused (told by the scheduler): no session claims their work.
         self.paused: frozenset[str] = frozenset()
         #: The tape each storage class was last written to.
@@ -133,7 +132,7 @@ class SessionRunner(WritableBatches):
             await self._pass(drive, volume, queues, None)
             return
         ordinary_read = False
-        while drive.name not in self.tiers.yielding:
+        while not self.tiers.yields(drive.name):
             tier = self.tiers.top_priority(volume)
             if tier is not None and ordinary_read and not self.tiers.due(volume, 0):
                 tier = None  # not waited long enough to turn the head round: in order

@@ -12,21 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Set
 
-from tssd.scheduler.drives import DriveManager
+from tssd.scheduler.drive_session import DriveSessions
 from tssd.scheduler.planner import Entry, Planner
 
 
 class PriorityTiers:
-    """The tier bookkeeping of the recall sessions, held by
+    """The tier rules of the recall sessions, held by
     :class:`~tssd.scheduler.sessions.SessionRunner` (the scheduler asks it through the
-    runner: which session yields, at which priority each runs).
+    runner: which session yields, at which priority each runs). Each drive's tier state
+    (floor, yield, stop, held requests) lives in its
+    :class:`~tssd.scheduler.drive_session.DriveSession`, found in *sessions*.
 
     Without a *planner* (policies other than ``tssd``) no request interrupts a pass.
     """
 
     def __init__(
         self,
-        drives: DriveManager,
+        sessions: DriveSessions,
         planner: Planner | None = None,
         *,
         interrupt_after_s: float = 0.0,
@@ -34,7 +36,8 @@ class PriorityTiers:
         urgent_target_s: float = 0.0,
         queue_targets: Callable[[], Mapping[str, float]] = dict,
     ) -> None:
-        self.drives = drives
+        self.sessions = sessions
+        self.clock = sessions.clock
         #: The scheduler's per-tape index, when it keeps one.
         self.planner = planner
         #: A pass is interrupted for higher-priority requests once they waited this long.
@@ -47,38 +50,26 @@ class PriorityTiers:
         #: Latency target of each queue that has one: it replaces ``urgent_target_s`` for
         #: that queue's requests.
         self.queue_targets = queue_targets
-        #: Drives whose recall session should end after the file being read.
-        self._yield_requested: set[str] = set()
-        #: Drives whose recall session ends at a given moment (staggered: ``stagger.py``).
-        self._stop_at: dict[str, float] = {}
-        #: Claimed, unread requests of a priority above 0 per drive: (priority, arrival).
-        self._held: dict[str, dict[int, tuple[int, float]]] = {}
-        #: Priority floor of each drive's current pass (None = every request).
-        self._tiers: dict[str, int | None] = {}
 
     @property
     def yielding(self) -> Set[str]:
-        """Drives asked to yield (a live, read-only view)."""
-        return self._yield_requested
+        """Drives asked to yield."""
+        return self.sessions.yielding()
+
+    def yields(self, drive: str) -> bool:
+        """Whether *drive*'s session was asked to yield."""
+        return self.sessions.of(drive).yield_requested
 
     def ask_yield(self, drive: str) -> None:
         """End *drive*'s recall session after the file it is reading."""
-        self._yield_requested.add(drive)
-
-    def stop_at(self, drive: str, moment: float) -> None:
-        """End *drive*'s recall session after the file it reads at *moment* (clock)."""
-        self._stop_at[drive] = moment
-
-    def session_ended(self, drive: str) -> None:
-        self._yield_requested.discard(drive)
-        self._stop_at.pop(drive, None)
+        self.sessions.of(drive).yield_requested = True
 
     def set_floor(self, drive: str, floor: int | None) -> None:
         """The priority floor of the pass *drive* begins (None: every request)."""
-        self._tiers[drive] = floor
+        self.sessions.of(drive).floor = floor
 
     def floor(self, drive: str) -> int | None:
-        return self._tiers.get(drive)
+        return self.sessions.of(drive).floor
 
     def hold(self, drive: str, held: dict[int, tuple[int, float]]) -> None:
         """Claimed higher-priority requests of *drive*'s batch (id: (priority, arrival)),
@@ -88,27 +79,23 @@ class PriorityTiers:
             # known) each would end its batch after one file, and the pass would claim
             # and give back the tape's queue once per file (issue 18).
             return
-        self._held[drive] = held
+        self.sessions.of(drive).held = held
 
     def reached(self, drive: str, request_id: int) -> None:
         """*drive* read (or gave up) *request_id*."""
-        self._held.get(drive, {}).pop(request_id, None)
+        self.sessions.of(drive).held.pop(request_id, None)
 
     def batch_done(self, drive: str) -> None:
-        self._held.pop(drive, None)
-
-    def set_tier(self, drive: str, priority: int) -> None:
-        """The priority a session starts with, until its first pass sets its own."""
-        self._tiers[drive] = priority if priority > 0 else None
+        self.sessions.of(drive).held = {}
 
     def tier_of(self, drive: str) -> int:
         """Priority floor of the pass *drive* is running (0 = ordinary work), or the top
         priority queued for its tape: a session about to serve urgent requests (batched,
         see :meth:`due`) is not ordinary work either."""
-        state = self.drives.drives.get(drive)
+        session = self.sessions.of(drive)
+        state = session.drive
         queued = self.top_priority(state.volume) if state is not None and state.volume else None
-        held = max((p for p, _ in self._held.get(drive, {}).values()), default=0)
-        return max(self._tiers.get(drive) or 0, queued or 0, held)
+        return max(session.floor or 0, queued or 0, session.held_top())
 
     def top_priority(self, volume: str) -> int | None:
         """The highest request priority above 0 queued for *volume* (planner only)."""
@@ -118,17 +105,18 @@ class PriorityTiers:
 
     def interrupted(self, drive: str, volume: str) -> bool:
         """Yield requested, or requests of a higher priority than the pass's waited long."""
-        if drive in self._yield_requested:
+        session = self.sessions.of(drive)
+        if session.yield_requested:
             return True
-        if self.drives.clock.now() >= self._stop_at.get(drive, float("inf")):
-            self._yield_requested.add(drive)
+        if self.clock.now() >= session.stop_at:
+            session.yield_requested = True
             return True
-        tier = self._tiers.get(drive) or 0
+        tier = session.floor or 0
         if self.due(volume, tier):
             return True
         # Claimed with the pass but not reached yet: read them first once they are due.
-        held = [a for p, a in self._held.get(drive, {}).values() if p > tier]
-        return bool(held) and self.drives.clock.now() - min(held) >= self.interrupt_after_s
+        held = [a for p, a in session.held.values() if p > tier]
+        return bool(held) and self.clock.now() - min(held) >= self.interrupt_after_s
 
     def due(self, volume: str, tier: int) -> bool:
         """Requests of a priority above *tier* wait on *volume*, the oldest for at least
@@ -140,7 +128,7 @@ class PriorityTiers:
         tape = self.planner.tapes.get(volume) if self.planner is not None else None
         if tape is None or self.interrupt_after_s <= 0:
             return True
-        return self.drives.clock.now() - tape.oldest_above(tier) >= self.interrupt_after_s
+        return self.clock.now() - tape.oldest_above(tier) >= self.interrupt_after_s
 
     def read_within(self, entry: Entry | None) -> float:
         """Seconds from now within which a claimed higher-priority request (its planner
@@ -153,6 +141,6 @@ class PriorityTiers:
         if entry.queue in targets:
             # A queue's target is a promise: with its deadline near the file is read
             # first (one locate more) rather than up to ``urgent_within_s`` late.
-            return max(0.0, entry.arrived + targets[entry.queue] - self.drives.clock.now())
-        left = entry.arrived + self.urgent_target_s - self.drives.clock.now()
+            return max(0.0, entry.arrived + targets[entry.queue] - self.clock.now())
+        left = entry.arrived + self.urgent_target_s - self.clock.now()
         return max(self.urgent_within_s, left)

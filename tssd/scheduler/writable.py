@@ -22,8 +22,8 @@ from tssd.domain import Kind, Request, State
 from tssd.errors import BackendError, DataError, TooLargeForTape, TransientBackendError, TssdError
 from tssd.metrics import Metrics
 from tssd.retry import Retrier
+from tssd.scheduler.drive_session import DriveSessions
 from tssd.scheduler.drives import DriveManager, DriveState
-from tssd.scheduler.reservations import Reservations
 from tssd.submit import make_uri
 
 log = structlog.get_logger()
@@ -37,7 +37,7 @@ class WritableBatches:
     store: RequestStore
     drives: DriveManager
     metrics: Metrics
-    reservations: Reservations
+    sessions: DriveSessions
     source_for: Callable[[Request], Source]
     filling: dict[str, str]
     paused: frozenset[str]
@@ -96,17 +96,18 @@ class WritableBatches:
             raise
         finally:
             if volume is not None and volume != held:
-                self.reservations.release_volume(volume)
+                self.sessions.of(drive.name).release_volume(volume)
             await self.store.requeue(list(pending), "session ended")
             await self.drives.flush_stats(drive)
 
     async def _take_volume(self, drive: DriveState, volume: str) -> None:
         """Reserve the filling tape for this drive, fetching it from an idle drive."""
         holder = self.drives.holding(volume)
-        busy = self.reservations.volume_busy(volume) or (holder is not None and holder.busy)
+        reservations = self.sessions.reservations
+        busy = reservations.volume_busy(volume) or (holder is not None and holder.busy)
         if volume != drive.volume and busy:
             raise TransientBackendError(f"volume {volume} is busy in another session")
-        self.reservations.hold_volume(volume)
+        self.sessions.of(drive.name).reserve_volume(volume)
         if holder is not None and holder is not drive:
             self.drives.occupy(holder)
             try:
