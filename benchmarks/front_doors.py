@@ -310,13 +310,17 @@ def at_depth(d: Daemon, files: Files, report: dict[str, Any]) -> None:
     report["rss_mb_at_depth"] = round(d.rss_mb())
 
 
-def fresh_database(d: Daemon, plain: str, history: int, copied: bool = False) -> float:
-    """``tssd db upgrade`` of the empty database, then the history: seconds it took."""
+def fresh_database(d: Daemon, plain: str, history: int, source: str | None = None) -> float:
+    """``tssd db upgrade`` of the empty database, then the history: seconds it took.
+    With *source* (``--history-from``) the history is a copy: of that database on
+    PostgreSQL (made by :func:`new_database`), of that file on SQLite."""
     d.home.mkdir(parents=True, exist_ok=True)
+    if source and not plain:
+        shutil.copyfile(source, d.home / "tssd.db")
     subprocess.run([str(BIN / "tssd"), "db", "upgrade"], env=d.env, check=True,
                    stdout=subprocess.DEVNULL)  # fmt: skip
-    if copied:
-        progress(f"history of {history} copied from --history-from")
+    if source:
+        progress(f"history of {history} copied from {source}")
         return 0.0
     begin = time.monotonic()
     if plain:
@@ -326,6 +330,20 @@ def fresh_database(d: Daemon, plain: str, history: int, copied: bool = False) ->
     took = round(time.monotonic() - begin, 1)
     progress(f"history of {history} loaded in {took} s")
     return took
+
+
+def save_history(path: Path, history: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="tssd-fdh-"))
+    try:
+        url = f"sqlite+aiosqlite:///{root / 'home' / 'tssd.db'}"
+        took = fresh_database(Daemon(root, url, {}), "", history)
+        db = sqlite3.connect(root / "home" / "tssd.db")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # one file holds it all
+        db.close()
+        shutil.move(root / "home" / "tssd.db", path)
+        print(json.dumps({"history": history, "file": str(path), "load_s": took}))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def sim_env(args: argparse.Namespace) -> dict[str, str]:
@@ -365,8 +383,7 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
                               "running": args.running}  # fmt: skip
     cpu = ServerCpu(plain or None, name)
     try:
-        copied = bool(postgres and args.history_from)
-        report["history_load_s"] = fresh_database(d, plain, args.history, copied)
+        report["history_load_s"] = fresh_database(d, plain, args.history, args.history_from)
         d.start()
         if not args.running:
             d.tssctl("queues", "set", "default", "--pause")
@@ -485,9 +502,13 @@ def main() -> None:
     parser.add_argument("--stop-cluster", type=Path, metavar="DIR")
     parser.add_argument("--port", type=int, default=5439)
     parser.add_argument("--history-from", metavar="DATABASE",
-                        help="PostgreSQL: copy a database holding only the --history rows "
-                             "(tssd db upgrade and the history, as a --keep run's start left "
-                             "it) instead of loading them")  # fmt: skip
+                        help="copy a database holding only the --history rows (tssd db "
+                             "upgrade and the history) instead of loading them: a "
+                             "PostgreSQL database's name, or a SQLite file "
+                             "(--save-history makes one)")  # fmt: skip
+    parser.add_argument("--save-history", type=Path, metavar="FILE",
+                        help="SQLite: write a database of tssd db upgrade and the --history "
+                             "rows to FILE, for --history-from, and stop")  # fmt: skip
     parser.add_argument("--views-of", metavar="DATABASE",
                         help="PostgreSQL: only the at-depth figures, on a copy of DATABASE "
                              "that a --keep run left")  # fmt: skip
@@ -497,6 +518,9 @@ def main() -> None:
         return
     if args.stop_cluster:
         stop_cluster(args.stop_cluster)
+        return
+    if args.save_history:
+        save_history(args.save_history, args.history)
         return
     if args.requests + 2 * POLL_CALLS > args.catalog:
         parser.error("--catalog must hold --requests and the poll calls' files")

@@ -22,27 +22,34 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "base",
         (
             "tssd.__init__",
-            "tssd.domain",
             "tssd.errors",
             "tssd.config",
             "tssd.clock",
             "tssd.logs",
             "tssd.log_events",  # the declarations of the log events (reference pages)
-            "tssd.metrics",
             "tssd.files",
             "tssd.safepath",
             "tssd.ownership",
             "tssd.deployment",
-            "tssd.retry",
             "tssd.background",
-            "tssd.submit",
-            "tssd.bodies",
             "tssd.printable",  # the one control-character escaper of every renderer
-            "tssd.work",  # the scheduler's work signal, which the store below it wakes
-            "tssd.lifecycle",  # the named transitions and the ledger the stores implement
             "tssd.shim.names",  # the name patterns; the rest of tssd.shim is a client
             "tssd.shim.endpoint",  # the clients' target and state directory, also config's
-            "tssd.backends.catalog",  # the backends' catalog records and interfaces, db's too
+        ),
+    ),
+    (
+        # The records, enums and interfaces the core owns, which db/ implements and every
+        # layer above uses; and what is built on them alone.
+        "domain",
+        (
+            "tssd.domain",  # Kind, State and the frozen records (Request, Drive, Mount, ...)
+            "tssd.lifecycle",  # the named transitions and the ledger the stores implement
+            "tssd.backends.catalog",  # the backends' catalog records and interfaces
+            "tssd.work",  # the scheduler's work signal, which the stores wake
+            "tssd.submit",
+            "tssd.bodies",
+            "tssd.metrics",
+            "tssd.retry",
         ),
     ),
     ("db", ("tssd.db",)),
