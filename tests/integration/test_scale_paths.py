@@ -16,9 +16,9 @@ from tssd.backends.sim.catalog_csv import import_csv
 from tssd.config import ApiSettings, DatabaseSettings, SchedulerSettings, Settings, SimSettings
 from tssd.db.counts import Counts
 from tssd.db.models import Request, utcnow
+from tssd.db.pages import ListFilter
 from tssd.db.polls import PollIndex
 from tssd.db.retention import purge
-from tssd.db.store import ListFilter
 from tssd.domain import Kind
 from tssd.submit import parse_submit
 

@@ -33,8 +33,8 @@ from typing import Any, Protocol, runtime_checkable
 from tssd.db.models import QueueRow, Request
 from tssd.db.mounts import DriveInfo
 from tssd.db.notifier import Notifier
+from tssd.db.pages import ListFilter
 from tssd.db.polls import Obtained, PollIndex
-from tssd.db.store import ListFilter
 from tssd.domain import Kind, State
 from tssd.submit import SubmitSpec
 from tssd.work import WorkSignal

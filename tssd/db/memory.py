@@ -26,8 +26,8 @@ from tssd.db.actions import OperatorActions
 from tssd.db.memory_scheduling import MemoryScheduling
 from tssd.db.models import QueueRow, Request, utcnow
 from tssd.db.notifier import COUNTED, Notifier, Outcomes
+from tssd.db.pages import ListFilter
 from tssd.db.polls import REPORTED, Obtained, PollIndex, adoptable, new_request, on_tape_already
-from tssd.db.store import ListFilter
 from tssd.domain import OPEN_STATES, Kind, State
 from tssd.errors import Conflict, NotFound
 from tssd.submit import SubmitSpec

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from sqlalchemy import (
     Connection,
     Engine,
-    and_,
     bindparam,
     create_engine,
     select,
@@ -38,6 +36,7 @@ from tssd.db.events import (
 )
 from tssd.db.models import Request, utcnow
 from tssd.db.notifier import COUNTED, Notifier, Outcomes
+from tssd.db.pages import ListFilter, page_statement
 from tssd.db.plans import unindexed
 from tssd.db.polls import (
     LATEST,
@@ -60,17 +59,6 @@ from tssd.work import WorkSignal
 
 log = structlog.get_logger()
 __all__ = ["CHUNK", "ListFilter", "RequestStore"]
-
-
-@dataclass(frozen=True)
-class ListFilter:
-    state: str | None = None
-    kind: str | None = None
-    queue: str | None = None
-    volume: str | None = None
-    pnfsid: str | None = None
-    limit: int = 100
-    after: int | None = None
 
 
 class RequestStore(OperatorActions):
@@ -192,18 +180,8 @@ class RequestStore(OperatorActions):
         return row
 
     async def list_requests(self, flt: ListFilter) -> list[Request]:
-        stmt = select(Request).order_by(Request.id).limit(flt.limit)
-        conditions = [
-            getattr(Request, name) == value
-            for name in ("state", "kind", "queue", "volume", "pnfsid")
-            if (value := getattr(flt, name)) is not None
-        ]
-        if flt.after is not None:
-            conditions.append(Request.id > flt.after)
-        if conditions:
-            stmt = stmt.where(and_(*conditions))
         async with self.sessions() as session:
-            return list((await session.scalars(stmt)).all())
+            return list((await session.scalars(page_statement(flt))).all())
 
     async def query(self, ids: Sequence[int]) -> dict[str, Any]:
         """Progress of a batch of requests."""
