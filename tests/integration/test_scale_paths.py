@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, insert
+from sqlalchemy import event, insert, update
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tssd.app import build_services
@@ -58,6 +58,30 @@ async def test_counts_are_exact_when_small_and_bounded_in_cost_when_large(
         assert (await tally.get())[0].count == 16 and tally._running is running
         await running
         assert (await tally.get())[0].count == 17
+        await tally.close()
+
+
+async def test_a_large_table_recounts_its_history_less_often_than_its_queue(
+    tmp_path: Path, db_url: str
+) -> None:
+    settings = Settings(home=str(tmp_path / "home"), database=DatabaseSettings(url=db_url),
+                        sim=SimSettings(drives=0, tapes=0))  # fmt: skip
+    async with build_services(settings) as services:
+        sessions = services.store.sessions
+        tally = Counts(sessions, max_age_s=0.0, exact_below=10, finished_max_age_s=3600.0)
+        await _add(sessions, 0, 16)
+        async with sessions.begin() as s:
+            await s.execute(update(Request).where(Request.id <= 4).values(state="done"))
+        counted = {(g.state, g.count) for g in await tally.get()}  # the first: every state
+        assert counted == {("queued", 12), ("done", 4)}
+        async with sessions.begin() as s:
+            await s.execute(update(Request).where(Request.id <= 6).values(state="done"))
+        await tally._count()
+        # The queue is recounted; the history stands until finished_max_age_s has passed.
+        assert {(g.state, g.count) for g in tally.groups} == {("queued", 10), ("done", 4)}
+        tally.finished_at = float("-inf")
+        await tally._count()
+        assert {(g.state, g.count) for g in tally.groups} == {("queued", 10), ("done", 6)}
         await tally.close()
 
 
