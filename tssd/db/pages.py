@@ -17,7 +17,9 @@ index gives without a sort, and it positions the scan at the page's first entry 
 index, whatever their statistics. The rows and their order are those of ``WHERE state =
 'queued' AND id > after ORDER BY id`` (ids are positive: no ``after`` is 0). A page by
 ``pnfsid`` or ``volume`` has a selective index of its own and is sorted by id after it
-(a few rows, or one tape's).
+(a few rows, or one tape's). The other filters of a page read from such an index are
+ranges of one value too (``queue >= 'cms' AND queue <= 'cms'``), checked on the rows the
+index yields.
 """
 
 from __future__ import annotations
@@ -54,8 +56,12 @@ def page_statement(flt: ListFilter) -> Select[Request]:
     most ``limit`` (see the module docstring for the form)."""
     given = {name: value for name in FILTERS if (value := getattr(flt, name)) is not None}
     leading = _leading(given)
-    conditions: list[Any] = [getattr(Request, name) == given[name] for name in given
-                             if name not in leading]  # fmt: skip
+    conditions: list[Any] = []
+    for name in (n for n in given if n not in leading):
+        column, value = getattr(Request, name), given[name]
+        # The other filters as ranges too: SQLite, with no statistics, takes an equality
+        # for a better index than the ordered one and then sorts the matches.
+        conditions += [column >= value, column <= value] if leading else [column == value]
     after = flt.after or 0
     if leading:
         columns = [getattr(Request, name) for name in leading]
