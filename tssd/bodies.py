@@ -23,11 +23,10 @@ from msgspec import UNSET, Meta, UnsetType
 from tssd.config.queues import TARGET_MAX_S, TARGET_MIN_S
 from tssd.domain import Kind
 from tssd.errors import InvalidRequest
-from tssd.shim.names import ADLER32, NAME, PNFSID, QUEUE, Name, pnfsid_or_none
+from tssd.shim.names import ADLER32, MAX_PATH, NAME, PNFSID, QUEUE, Name, pnfsid_or_none
 
 __all__ = ["UNSET", "UnsetType"]
 
-MAX_PATH = 4096
 MAX_URIS = 64
 MAX_QUERY_IDS = 100_000
 PRIORITY_LIMIT = 1_000_000

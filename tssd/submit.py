@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tssd.bodies import MAX_PATH, Submit, convert
+from tssd.bodies import Submit, convert
 from tssd.domain import Kind
 from tssd.errors import InvalidRequest
-from tssd.shim.names import NAME
+from tssd.shim.names import MAX_PATH, NAME
 
 __all__ = ["MAX_PATH", "SubmitSpec", "make_uri", "parse_submit", "submit_spec"]
 

@@ -51,12 +51,12 @@ from tssd.app import build_services
 from tssd.backends.sim.catalog_csv import import_csv
 from tssd.config import ApiSettings, DatabaseSettings, SchedulerSettings, Settings, SimSettings
 from tssd.db.admin import AdminStore
+from tssd.db.pages import ListFilter
 from tssd.db.plans import NO_SEQSCAN
 from tssd.db.retention import purge
 from tssd.db.scheduling import PENDING
 from tssd.db.scsi_catalog import ScsiCatalogTables
 from tssd.db.sim_catalog import SimCatalogTables
-from tssd.db.store import ListFilter
 from tssd.metrics_db import refresh
 from tssd.services import Services
 from tssd.submit import parse_submit

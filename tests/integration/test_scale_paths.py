@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event, insert
+from sqlalchemy import event, insert, update
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tssd.app import build_services
@@ -17,10 +17,10 @@ from tssd.backends.sim.catalog_csv import import_csv
 from tssd.config import ApiSettings, DatabaseSettings, SchedulerSettings, Settings, SimSettings
 from tssd.db.counts import Counts, Group
 from tssd.db.models import Request, utcnow
+from tssd.db.pages import ListFilter
 from tssd.db.polls import PollIndex
 from tssd.db.retention import purge
 from tssd.db.sim_catalog import SimCatalogTables
-from tssd.db.store import ListFilter
 from tssd.domain import Kind
 from tssd.submit import parse_submit
 
@@ -90,6 +90,30 @@ async def test_the_first_count_is_shared_by_the_callers_that_arrive_together(
         monkeypatch.setattr(small, "_count", counting)
         await asyncio.gather(*(small.get() for _ in range(3)))
         assert counted == 1 + 1 + 3
+        await tally.close()
+
+
+async def test_a_large_table_recounts_its_history_less_often_than_its_queue(
+    tmp_path: Path, db_url: str
+) -> None:
+    settings = Settings(home=str(tmp_path / "home"), database=DatabaseSettings(url=db_url),
+                        sim=SimSettings(drives=0, tapes=0))  # fmt: skip
+    async with build_services(settings) as services:
+        sessions = services.store.sessions
+        tally = Counts(sessions, max_age_s=0.0, exact_below=10, finished_max_age_s=3600.0)
+        await _add(sessions, 0, 16)
+        async with sessions.begin() as s:
+            await s.execute(update(Request).where(Request.id <= 4).values(state="done"))
+        counted = {(g.state, g.count) for g in await tally.get()}  # the first: every state
+        assert counted == {("queued", 12), ("done", 4)}
+        async with sessions.begin() as s:
+            await s.execute(update(Request).where(Request.id <= 6).values(state="done"))
+        await tally._count()
+        # The queue is recounted; the history stands until finished_max_age_s has passed.
+        assert {(g.state, g.count) for g in tally.groups} == {("queued", 10), ("done", 4)}
+        tally.finished_at = float("-inf")
+        await tally._count()
+        assert {(g.state, g.count) for g in tally.groups} == {("queued", 10), ("done", 6)}
         await tally.close()
 
 

@@ -28,7 +28,7 @@ from store_contract import (
 )
 
 from tssd.db.interface import RequestStoreInterface
-from tssd.db.store import ListFilter
+from tssd.db.pages import ListFilter
 from tssd.domain import Kind, Request, State
 from tssd.errors import Conflict, NotFound
 from tssd.lifecycle import LIFECYCLE, Transition

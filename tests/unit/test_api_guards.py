@@ -175,6 +175,19 @@ async def test_admission_reserves_for_submits_in_flight() -> None:
     assert [e["event"] for e in logs] == ["admission.refused"]
 
 
+async def test_admission_counts_rarely_only_far_below_its_limit() -> None:
+    """The open-request count walks every open request's index entry: far below the
+    limit it is read every FAR_REFRESH_S, near it every REFRESH_S."""
+    admission = Admission(LimitsSettings(max_open_requests=10), store=None)  # type: ignore[arg-type]
+    admission.admit(4)
+    assert admission.far_below_limit()
+    admission.admit(1)
+    assert not admission.far_below_limit()
+    unlimited = Admission(LimitsSettings(max_open_requests=0), store=None)  # type: ignore[arg-type]
+    unlimited.admit(10**9)
+    assert unlimited.far_below_limit()
+
+
 def test_the_descriptor_limit_is_raised_to_the_hard_limit() -> None:
     code = "from tssd.api.connections import raise_nofile; print(raise_nofile())"
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

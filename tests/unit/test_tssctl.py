@@ -621,3 +621,20 @@ def test_list_limit_prints_the_command_of_the_next_page(
     code, out, err = run(capsys, sock, *shlex.split(command)[1:])
     assert code == 0 and err == ""
     assert [line.split()[0] for line in out.splitlines()[1:]] == ["10", "12"]
+
+
+def test_tssctl_imports_no_daemon_module() -> None:
+    # Every tssctl command pays its imports before it asks anything: the daemon's stack
+    # (SQLAlchemy, structlog, aiohttp, the scheduler, the settings) and rich's console
+    # cost more than a view's answer at a million pending (docs/benchmarks.md).
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        f"import sys; sys.path.insert(0, {str(root)!r}); import tssd.cli.tssctl; "
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-I", "-c", code], check=True, capture_output=True,
+                         text=True)  # fmt: skip
+    loaded = set(out.stdout.split())
+    costly = {"sqlalchemy", "structlog", "aiohttp", "msgspec", "tssd.config", "tssd.db",
+              "tssd.scheduler.queues", "tssd.bodies", "rich.console", "rich.live"}  # fmt: skip
+    assert not costly & loaded

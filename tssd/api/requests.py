@@ -31,7 +31,7 @@ from tssd.api.params import LatestParams, ListParams, WaitParams, path_id, query
 from tssd.api.roles import ROLE, Role, is_own
 from tssd.api.schemas import request_json
 from tssd.bodies import MAX_QUERY_IDS, Query, convert, convert_bulk
-from tssd.db.store import ListFilter
+from tssd.db.pages import ListFilter
 from tssd.errors import InvalidRequest, NotFound
 from tssd.scheduler.explain import eta_fields, explain
 from tssd.services import Services

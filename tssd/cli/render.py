@@ -16,15 +16,16 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.cells import cell_len, set_cell_size
-from rich.console import Console
-from rich.progress import BarColumn, TaskID, TextColumn
-from rich.progress import Progress as RichProgress
 
 from tssd.domain import State
 from tssd.printable import printable
+
+if TYPE_CHECKING:  # rich's console and progress cost tens of ms: imported when a bar is drawn
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
 
 _UNITS = ("B", "kB", "MB", "GB", "TB", "PB", "EB")
 NONE = "-"
@@ -246,6 +247,10 @@ class ProgressLine:
 
     def _draw(self, text: str, done: float, total: float, final: bool) -> None:
         if self._bar is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, TextColumn
+            from rich.progress import Progress as RichProgress
+
             console = Console(file=self.stream, force_terminal=True, highlight=False)
             self._bar = RichProgress(
                 BarColumn(bar_width=24), TextColumn("{task.description}"), console=console

@@ -35,8 +35,8 @@ from typing import Any, Protocol, runtime_checkable
 from tssd.db.models import QueueRow
 from tssd.db.mounts import DriveInfo
 from tssd.db.notifier import Notifier
+from tssd.db.pages import ListFilter
 from tssd.db.polls import Obtained, PollIndex
-from tssd.db.store import ListFilter
 from tssd.domain import Kind, Request
 from tssd.lifecycle import RequestLedger
 from tssd.submit import SubmitSpec

@@ -26,8 +26,8 @@ from tssd.db.memory_scheduling import MemoryScheduling
 from tssd.db.models import QueueRow, utcnow
 from tssd.db.models import Request as RequestRow
 from tssd.db.notifier import COUNTED, Notifier, Outcomes
+from tssd.db.pages import ListFilter
 from tssd.db.polls import REPORTED, Obtained, PollIndex, adoptable, new_request, on_tape_already
-from tssd.db.store import ListFilter
 from tssd.db.views import request_of
 from tssd.domain import OPEN_STATES, Kind, Request, State
 from tssd.errors import Conflict, NotFound

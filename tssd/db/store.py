@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from sqlalchemy import (
     Connection,
     Engine,
-    and_,
     bindparam,
     create_engine,
     select,
@@ -39,6 +37,7 @@ from tssd.db.events import (
 from tssd.db.models import Request as RequestRow
 from tssd.db.models import utcnow
 from tssd.db.notifier import COUNTED, Notifier, Outcomes
+from tssd.db.pages import ListFilter, page_statement
 from tssd.db.plans import unindexed
 from tssd.db.polls import (
     LATEST,
@@ -63,17 +62,6 @@ from tssd.work import WorkSignal
 
 log = structlog.get_logger()
 __all__ = ["CHUNK", "ListFilter", "RequestStore"]
-
-
-@dataclass(frozen=True)
-class ListFilter:
-    state: str | None = None
-    kind: str | None = None
-    queue: str | None = None
-    volume: str | None = None
-    pnfsid: str | None = None
-    limit: int = 100
-    after: int | None = None
 
 
 class RequestStore(OperatorActions):
@@ -202,18 +190,8 @@ class RequestStore(OperatorActions):
         return request_record(row)
 
     async def list_requests(self, flt: ListFilter) -> list[Request]:
-        stmt = select(RequestRow).order_by(RequestRow.id).limit(flt.limit)
-        conditions = [
-            getattr(RequestRow, name) == value
-            for name in ("state", "kind", "queue", "volume", "pnfsid")
-            if (value := getattr(flt, name)) is not None
-        ]
-        if flt.after is not None:
-            conditions.append(RequestRow.id > flt.after)
-        if conditions:
-            stmt = stmt.where(and_(*conditions))
         async with self.sessions() as session:
-            return request_records((await session.scalars(stmt)).all())
+            return request_records((await session.scalars(page_statement(flt))).all())
 
     async def query(self, ids: Sequence[int]) -> dict[str, Any]:
         """Progress of a batch of requests."""

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tssd.config import SchedulerSettings
-from tssd.scheduler.context import Context
-from tssd.scheduler.planner import TapeQueue
-from tssd.scheduler.queues import MountLedger
+if TYPE_CHECKING:  # annotations only: tssctl reads this table without the scheduler's imports
+    from tssd.config import SchedulerSettings
+    from tssd.scheduler.context import Context
+    from tssd.scheduler.planner import TapeQueue
+    from tssd.scheduler.queues import MountLedger
 
 
 @dataclass(slots=True)  # not frozen: built for every tape of every pass, kept cheap

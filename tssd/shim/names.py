@@ -17,6 +17,9 @@ TYPE_CHECKING = False  # typing costs milliseconds to import; mypy treats this n
 if TYPE_CHECKING:
     from typing import TypeGuard
 
+#: The longest path or URI a client may send (the API's bodies, tssctl's file lists).
+MAX_PATH = 4096
+
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _DIGITS = "0123456789"

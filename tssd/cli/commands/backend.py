@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import AsyncIterator, Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tssd.cli.commands import (
     EXIT_FAILED,
@@ -25,9 +25,11 @@ from tssd.cli.commands import (
     wants_json,
 )
 from tssd.cli.render import cell
-from tssd.config import Settings
 from tssd.errors import ConfigError, TssdError
 from tssd.wire import ApiError, Client, WireError
+
+if TYPE_CHECKING:  # the settings load only in the self-test, not in every tssctl command
+    from tssd.config import Settings
 
 
 class Step(Protocol):

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from tssd.bodies import MAX_PATH
 from tssd.cli import render
 from tssd.cli.commands import (
     EXIT_FAILED,
@@ -29,7 +28,7 @@ from tssd.cli.commands import (
     wants_json,
 )
 from tssd.printable import printable_line
-from tssd.shim.names import PNFSID
+from tssd.shim.names import MAX_PATH, PNFSID
 from tssd.wire import ApiError, Client
 
 BULK_CHUNK = 10_000

@@ -21,13 +21,12 @@ import tty
 from collections.abc import Iterator
 from typing import Any
 
-from rich.console import Console
-from rich.live import Live
-
 from tssd.cli.commands import EXIT_OK, command, emit_json, positive_int, wants_json
 from tssd.cli.render import PIPE_WIDTH
-from tssd.cli.top import screen
 from tssd.wire import ApiError, Client, WireError
+
+# rich's console, live display and the screen's layout are imported by the two functions
+# that draw: every other tssctl command imports this module too, to register it.
 
 QUIT_KEYS = frozenset(b"qQ")
 
@@ -70,6 +69,10 @@ def fetch(client: Client) -> dict[str, Any]:
 
 
 def plain(client: Client, every: float, count: int) -> int:
+    from rich.console import Console
+
+    from tssd.cli.top import screen
+
     console = Console(width=PIPE_WIDTH, color_system=None, highlight=False, emoji=False)
     shown = 0
     while True:
@@ -83,6 +86,11 @@ def plain(client: Client, every: float, count: int) -> int:
 
 
 def live(client: Client, every: float, count: int | None) -> int:
+    from rich.console import Console
+    from rich.live import Live
+
+    from tssd.cli.top import screen
+
     console = Console(highlight=False, emoji=False)
     data = fetch(client)  # unreachable at start: the usual error and exit code
     shown = 0
