@@ -332,16 +332,26 @@ def fresh_database(d: Daemon, plain: str, history: int, source: str | None = Non
     return took
 
 
-def save_history(path: Path, history: int) -> None:
+def save_history(args: argparse.Namespace) -> None:
+    """A database of ``tssd db upgrade`` and the history, for ``--history-from``: a SQLite
+    file at ``--save-history``, or (``--db`` PostgreSQL) a database of that name."""
     root = Path(tempfile.mkdtemp(prefix="tssd-fdh-"))
+    target = str(args.save_history)
     try:
-        url = f"sqlite+aiosqlite:///{root / 'home' / 'tssd.db'}"
-        took = fresh_database(Daemon(root, url, {}), "", history)
-        db = sqlite3.connect(root / "home" / "tssd.db")
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # one file holds it all
-        db.close()
-        shutil.move(root / "home" / "tssd.db", path)
-        print(json.dumps({"history": history, "file": str(path), "load_s": took}))
+        if args.db == "sqlite":
+            url = f"sqlite+aiosqlite:///{root / 'home' / 'tssd.db'}"
+            took = fresh_database(Daemon(root, url, {}), "", args.history)
+            db = sqlite3.connect(root / "home" / "tssd.db")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # one file holds it all
+            db.close()
+            shutil.move(root / "home" / "tssd.db", target)
+        else:
+            admin = PG_ADMIN if args.db == "postgres" else args.db
+            asyncio.run(pg_execute(admin, f'CREATE DATABASE "{target}"'))
+            plain = f"{admin.rsplit('/', 1)[0]}/{target}"
+            url = plain.replace("postgresql://", "postgresql+asyncpg://", 1)
+            took = fresh_database(Daemon(root, url, {}), plain, args.history)
+        print(json.dumps({"history": args.history, "saved": target, "load_s": took}))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -506,9 +516,10 @@ def main() -> None:
                              "upgrade and the history) instead of loading them: a "
                              "PostgreSQL database's name, or a SQLite file "
                              "(--save-history makes one)")  # fmt: skip
-    parser.add_argument("--save-history", type=Path, metavar="FILE",
-                        help="SQLite: write a database of tssd db upgrade and the --history "
-                             "rows to FILE, for --history-from, and stop")  # fmt: skip
+    parser.add_argument("--save-history", metavar="FILE_OR_DATABASE",
+                        help="make a database of tssd db upgrade and the --history rows "
+                             "for --history-from (a SQLite file, or with --db PostgreSQL "
+                             "a database of that name), and stop")  # fmt: skip
     parser.add_argument("--views-of", metavar="DATABASE",
                         help="PostgreSQL: only the at-depth figures, on a copy of DATABASE "
                              "that a --keep run left")  # fmt: skip
@@ -520,7 +531,7 @@ def main() -> None:
         stop_cluster(args.stop_cluster)
         return
     if args.save_history:
-        save_history(args.save_history, args.history)
+        save_history(args)
         return
     if args.requests + 2 * POLL_CALLS > args.catalog:
         parser.error("--catalog must hold --requests and the poll calls' files")
