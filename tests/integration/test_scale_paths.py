@@ -38,12 +38,16 @@ async def _add(sessions: async_sessionmaker[Any], first: int, n: int) -> None:
         )
 
 
+def _bare(tmp_path: Path, url: str) -> Settings:
+    """A daemon on *url* with no drive and no tape: the counts are what is looked at."""
+    return Settings(home=str(tmp_path / "home"), database=DatabaseSettings(url=url),
+                    sim=SimSettings(drives=0, tapes=0))  # fmt: skip
+
+
 async def test_counts_are_exact_when_small_and_bounded_in_cost_when_large(
     tmp_path: Path, db_url: str
 ) -> None:
-    settings = Settings(home=str(tmp_path / "home"), database=DatabaseSettings(url=db_url),
-                        sim=SimSettings(drives=0, tapes=0))  # fmt: skip
-    async with build_services(settings) as services:
+    async with build_services(_bare(tmp_path, db_url)) as services:
         sessions = services.store.sessions
         tally = Counts(sessions, max_age_s=0.0, exact_below=10)
         await _add(sessions, 0, 4)
@@ -70,9 +74,7 @@ async def test_the_first_count_is_shared_by_the_callers_that_arrive_together(
 ) -> None:
     # At start-up the status, the gauges and admission ask before any figure exists; on a
     # table of 10 M finished requests each count is a scan of seconds (seen: six at once).
-    settings = Settings(home=str(tmp_path / "home"), database=DatabaseSettings(url=db_url),
-                        sim=SimSettings(drives=0, tapes=0))  # fmt: skip
-    async with build_services(settings) as services:
+    async with build_services(_bare(tmp_path, db_url)) as services:
         sessions = services.store.sessions
         await _add(sessions, 0, 12)
         tally = Counts(sessions, exact_below=10)
@@ -98,9 +100,7 @@ async def test_the_first_count_is_shared_by_the_callers_that_arrive_together(
 async def test_a_large_table_recounts_its_history_less_often_than_its_queue(
     tmp_path: Path, db_url: str
 ) -> None:
-    settings = Settings(home=str(tmp_path / "home"), database=DatabaseSettings(url=db_url),
-                        sim=SimSettings(drives=0, tapes=0))  # fmt: skip
-    async with build_services(settings) as services:
+    async with build_services(_bare(tmp_path, db_url)) as services:
         sessions = services.store.sessions
         tally = Counts(sessions, max_age_s=0.0, exact_below=10, finished_max_age_s=3600.0)
         await _add(sessions, 0, 16)
@@ -126,9 +126,7 @@ async def test_the_open_counts_read_the_state_index_never_the_history(
     # An analysed table whose tenth is open: the planner's own choice for the open
     # counts was a parallel scan of the whole table, history included (1.3-1.8 s at 11 M
     # rows on the front-door benchmark with autovacuum on; 1.2 s from the index).
-    settings = Settings(home=str(tmp_path / "home"), database=DatabaseSettings(url=pg_url),
-                        sim=SimSettings(drives=0, tapes=0))  # fmt: skip
-    async with build_services(settings) as services:
+    async with build_services(_bare(tmp_path, pg_url)) as services:
         sessions, engine = services.store.sessions, services.store.engine
         await _add(sessions, 0, 5000)
         async with sessions.begin() as s:

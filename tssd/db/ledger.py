@@ -57,16 +57,12 @@ class Ledger:
     async def finish(
         self: Applies, request_id: int, reason: str | None = None, **values: Any
     ) -> bool:
-        values.setdefault("finished_at", utcnow())
-        moved = await self._apply(Transition.FINISH, [request_id], reason=reason, values=values)
-        return bool(moved)
+        return await _end(self, Transition.FINISH, request_id, reason, values)
 
     async def fail(
         self: Applies, request_id: int, reason: str | None = None, **values: Any
     ) -> bool:
-        values.setdefault("finished_at", utcnow())
-        moved = await self._apply(Transition.FAIL, [request_id], reason=reason, values=values)
-        return bool(moved)
+        return await _end(self, Transition.FAIL, request_id, reason, values)
 
     async def reject(
         self: Applies, ids: Sequence[int], reason: str, *, error: str, error_code: int | None
@@ -92,3 +88,15 @@ class Ledger:
         except IntegrityError as exc:
             # The open-key rule (uq_requests_open_key): the key has another open request.
             raise Conflict(f"another open request has the key of one of {list(ids)}") from exc
+
+
+async def _end(
+    store: Applies,
+    transition: Transition,
+    request_id: int,
+    reason: str | None,
+    values: dict[str, Any],
+) -> bool:
+    """An active request's end (finish or fail), ``finished_at`` now unless given."""
+    values.setdefault("finished_at", utcnow())
+    return bool(await store._apply(transition, [request_id], reason=reason, values=values))
