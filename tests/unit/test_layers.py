@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tssd.lifecycle",  # the named transitions and the ledger the stores implement
             "tssd.backends.catalog",  # the backends' catalog records and interfaces
             "tssd.work",  # the scheduler's work signal, which the stores wake
+            "tssd.ports",  # the narrow interfaces db/ implements (reports, cluster, ...)
             "tssd.submit",
             "tssd.bodies",
             "tssd.metrics",
