@@ -124,7 +124,8 @@ class Activity:
         return sample
 
 
-#: (kind, queue, state, count) rows, as :meth:`tssd.db.store.RequestStore.counts` returns.
+#: (kind, queue, state, count) rows, as :meth:`tssd.db.interface.RequestStoreInterface.counts`
+#: returns.
 Counts = Callable[[], Awaitable[list[tuple[str, str, str, int]]]]
 
 

@@ -95,7 +95,7 @@ async def activate(
     """Claim the queued *ids* as *instance*'s *drive* would (the lifecycle's ``claim``)."""
     saved, store.instance = store.instance, instance
     try:
-        claimed = await store.scheduling.claim_ids(ids, drive)  # type: ignore[attr-defined]
+        claimed = await store.scheduling.claim_ids(ids, drive)
     finally:
         store.instance = saved
     assert sorted(r.id for r in claimed) == sorted(ids)

@@ -215,6 +215,18 @@ async def test_counts_group_by_kind_queue_and_state(store: RequestStoreInterface
     ]  # fmt: skip
 
 
+async def test_count_open_counts_queued_and_active_requests(
+    store: RequestStoreInterface,
+) -> None:
+    assert await store.count_open() == 0
+    ids = await submit(store, recall("0001"), recall("0002"), migrate(), recall("0003"))
+    await activate(store, [ids[1]])
+    await end(store, [ids[3]], State.CANCELLED)
+    assert await store.count_open() == 3
+    assert await store.finish(ids[1], "test")
+    assert await store.count_open() == 2
+
+
 async def test_queues_lists_the_configured_queues(store: RequestStoreInterface) -> None:
     assert await store.queues() == []
     await set_queue(store, "atlas", priority=3, max_drives=2, paused=True)
@@ -337,7 +349,7 @@ async def _one_by_one(
 
 
 async def _claim(store: RequestStoreInterface, ids: list[int]) -> list[int]:
-    return sorted(r.id for r in await store.scheduling.claim_ids(ids, "d1"))  # type: ignore[attr-defined]
+    return sorted(r.id for r in await store.scheduling.claim_ids(ids, "d1"))
 
 
 async def _one_in_each_state(store: RequestStoreInterface) -> dict[State, int]:

@@ -1,15 +1,12 @@
 """The store contract's scheduler part: the gateway's reads and claims (issue 19).
 
-``store.scheduling`` and ``store.queue_settings`` (tssd.db.interface: SchedulingClaims,
-CandidateReads, QueueSettings) on every store that has them: the in-memory store here,
-the SQL store once the scheduler's queries have moved into ``tssd/db/``.
+``store.scheduling`` and ``store.queue_settings`` (tssd.ports.scheduling: SchedulingClaims,
+CandidateReads, QueueSettings) on SQLite, PostgreSQL and the in-memory store.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import cast
-
 import pytest
 from store_contract import (
     STORES,
@@ -31,6 +28,7 @@ from tssd.db.interface import (
     SchedulingClaims,
 )
 from tssd.domain import Kind, Request, State
+from tssd.ports.scheduling import QueueRecord
 from tssd.submit import parse_submit
 
 
@@ -42,10 +40,7 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[RequestStoreInt
 
 @pytest.fixture
 def claims(store: RequestStoreInterface) -> SchedulingClaims:
-    scheduling = getattr(store, "scheduling", None)
-    if scheduling is None:
-        pytest.skip(f"{type(store).__name__} has no scheduling claims")
-    return cast(SchedulingClaims, scheduling)
+    return store.scheduling
 
 
 async def test_claim_recalls_takes_queued_recalls_of_a_volume_in_order(
@@ -120,15 +115,12 @@ async def test_claim_ids_takes_only_those_still_queued(
     assert [await state_of(store, i) for i in ids] == ["cancelled", "active", "active", "active"]
 
 
-# -- the scheduler's reads and queue rows, on every store that has them yet -------------------
+# -- the scheduler's reads and queue settings ---------------------------------------------------
 
 
 @pytest.fixture
 def reads(store: RequestStoreInterface) -> CandidateReads:
-    scheduling = getattr(store, "scheduling", None)
-    if not hasattr(scheduling, "recall_volumes"):
-        pytest.skip(f"{type(store).__name__} has no scheduling reads")
-    return cast(CandidateReads, scheduling)
+    return store.scheduling
 
 
 async def located(store: RequestStoreInterface, *rows: tuple[str, str | None, int]) -> list[int]:
@@ -188,15 +180,13 @@ async def test_migration_reads_leave_out_paused_queues(
 
 
 async def test_queue_settings_list_rows_and_paused_names(store: RequestStoreInterface) -> None:
-    settings = getattr(store, "queue_settings", None)
-    if settings is None:
-        pytest.skip(f"{type(store).__name__} has no queue_settings")
-    queues = cast(QueueSettings, settings)
+    queues: QueueSettings = store.queue_settings
     assert await queues.paused() == frozenset()
-    await set_queue(store, "atlas", priority=2, paused=True)
+    await set_queue(store, "atlas", priority=2, paused=True, latency_target_s=60.0)
     await set_queue(store, "cms")
-    assert sorted((q.name, q.priority, q.paused) for q in await queues.rows()) == [
-        ("atlas", 2, True), ("cms", 0, False)
+    # Domain records, never ORM rows, in name order.
+    assert await queues.rows() == [
+        QueueRecord("atlas", 2, None, True, 60.0), QueueRecord("cms", 0, None, False, None)
     ]  # fmt: skip
     assert await queues.paused() == frozenset({"atlas"})
 

@@ -27,9 +27,8 @@ import structlog
 from aiohttp import web
 
 from tssd.config.sections import LimitsSettings
-from tssd.db.counts import count_open
-from tssd.db.store import RequestStore
 from tssd.errors import TssdError
+from tssd.ports.admission import OpenCount
 
 log = structlog.get_logger()
 TICK_S = 0.1
@@ -56,7 +55,7 @@ class Overloaded(TssdError):
 class Admission:
     """The admission state one daemon's listeners share (``request.app[ADMISSION]``)."""
 
-    def __init__(self, settings: LimitsSettings, store: RequestStore) -> None:
+    def __init__(self, settings: LimitsSettings, store: OpenCount) -> None:
         self.settings = settings
         self.store = store
         #: Open requests at the last count, created since it started, and reserved by
@@ -122,7 +121,7 @@ class Admission:
         # admission errs on the side of refusing, never of admitting past the limit.
         since = self._since
         try:
-            self._counted = await count_open(self.store.engine)
+            self._counted = await self.store.count_open()
         except Exception as exc:  # a count missed is retried next time
             log.warning("admission.count_failed", error=str(exc)[:200])
             return

@@ -19,11 +19,11 @@ memory. The rules every implementation keeps:
 - Requests are returned as :class:`tssd.domain.Request` records (frozen snapshots, made
   by :mod:`tssd.db.views`), never ORM rows: a change is a store call.
 
-Left out, being SQL-specific or about to change: ``sessions``, ``engine``, ``postgres``
-and ``tally`` (the other ``db/`` stores are built from them), and ``claim(select)``,
-which takes a statement its caller built; its successor's intended shape is
-:class:`SchedulingClaims` (with :class:`CandidateReads` and :class:`QueueSettings`,
-the other parts of the scheduler's gateway that the in-memory store has already).
+The scheduler's gateway (:attr:`~RequestStoreInterface.scheduling`, its reads and claims,
+and :attr:`~RequestStoreInterface.queue_settings`) and the views of the store each part of
+the scheduler is typed on are the domain's: :mod:`tssd.ports.scheduling`, re-exported
+here. Left out, being SQL-specific: ``sessions``, ``engine``, ``postgres``, ``tally`` and
+``statistics`` (the other ``db/`` stores are built from them).
 """
 
 from __future__ import annotations
@@ -32,21 +32,33 @@ from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from tssd.db.models import QueueRow
 from tssd.db.mounts import DriveInfo
 from tssd.db.notifier import Notifier
 from tssd.db.pages import ListFilter
 from tssd.db.polls import Obtained, PollIndex
 from tssd.domain import Kind, Request
 from tssd.lifecycle import RequestLedger
+from tssd.ports.scheduling import (
+    CandidateReads,
+    CountRow,
+    PendingRow,
+    QueueSettings,
+    SchedulingClaims,
+    SchedulingGateway,
+)
 from tssd.submit import SubmitSpec
 from tssd.work import WorkSignal
 
-#: (kind, queue, state, count), as :meth:`RequestStoreInterface.counts` returns them.
-CountRow = tuple[str, str, str, int]
-#: A queued, located recall as the planner loads it (``tssd.db.scheduling.PendingRow``):
-#: id, volume, position, size, priority, queue, created_at.
-PendingRow = tuple[int, str | None, int | None, int | None, int | None, str | None, datetime]
+__all__ = [
+    "CandidateReads",
+    "CountRow",
+    "MountBook",
+    "PendingRow",
+    "QueueSettings",
+    "RequestStoreInterface",
+    "SchedulingClaims",
+    "SchedulingGateway",
+]
 
 
 @runtime_checkable
@@ -150,7 +162,22 @@ class RequestStoreInterface(RequestLedger, Protocol):
         another open request of its kind and key exists; NotFound for an unknown id."""
         ...
 
+    async def count_open(self) -> int:
+        """The number of open (queued or active) requests, counted now (admission's
+        figure, :class:`tssd.ports.admission.OpenCount`)."""
+        ...
+
     # -- scheduler side -----------------------------------------------------------------
+
+    @property
+    def scheduling(self) -> SchedulingGateway:
+        """The scheduler's reads of the queue and its claims (:mod:`tssd.ports.scheduling`)."""
+        ...
+
+    @property
+    def queue_settings(self) -> QueueSettings:
+        """The configured queues as the scheduler reads them."""
+        ...
 
     def requeue_active(self, reason: str) -> Awaitable[int]:
         """At start-up: active requests go back to the queue (drive and start cleared);
@@ -159,107 +186,6 @@ class RequestStoreInterface(RequestLedger, Protocol):
 
     def set_locations(self, located: dict[int, tuple[str, int]]) -> Awaitable[None]:
         """Record ``request id -> (volume, position)``, whatever the state; no event."""
-        ...
-
-
-class CandidateReads(Protocol):
-    """The scheduler's reads of the queue: ``store.scheduling`` (:mod:`tssd.db.scheduling`).
-
-    Both stores have them (:class:`~tssd.db.memory.MemoryStore` as
-    :mod:`tssd.db.memory_scheduling`). A queued request of a *paused* queue, or a recall
-    under a *held* path prefix, is never a candidate.
-    """
-
-    async def recall_volumes(
-        self, paused: frozenset[str], held: Sequence[str], *, first: int | None = None
-    ) -> list[tuple[str | None, int | None, int]]:
-        """``(volume, priority, id)`` of queued, located recalls: with *first*, the first
-        *first* of them in id order; without, one row per volume with its highest
-        priority and its lowest id (in no order)."""
-        ...
-
-    async def unlocated(self, limit: int) -> list[Request]:
-        """Up to *limit* queued recalls without a volume, oldest first."""
-        ...
-
-    async def volumes_with_recalls(self, candidates: Sequence[str]) -> set[str]:
-        """Those of *candidates* that have recalls queued or active."""
-        ...
-
-    async def unwritten_migrations(self, paused: frozenset[str], limit: int) -> list[Request]:
-        """Up to *limit* queued migrations with a checksum and no attempt yet, oldest
-        first: the ones whose file may be on tape already."""
-        ...
-
-    async def migration_groups(
-        self, paused: frozenset[str]
-    ) -> list[tuple[str | None, int, int | None, datetime | None]]:
-        """``(storage class, files, bytes, oldest created_at)`` of queued migrations, one
-        row per storage class (in no order); bytes None when no size is known."""
-        ...
-
-    def pending_recalls(self) -> AsyncIterator[PendingRow]:
-        """Every queued, located recall as ``(id, volume, position, size, priority, queue,
-        created_at)``, in no order."""
-        ...
-
-
-class SchedulingClaims(Protocol):
-    """The scheduler's claims: ``store.scheduling`` (:mod:`tssd.db.scheduling`).
-
-    The successors of ``RequestStore.claim(select)``, whose caller built the statement;
-    the contract suite runs them on every store.
-
-    Every claim moves the requests it selects from queued to active in one step and
-    returns them, active, in the order stated: ``drive`` set, ``attempts`` + 1,
-    ``started_at`` now, ``instance`` the store's, an event ``queued -> active`` (reason:
-    the drive). A request claimed concurrently (by another daemon on PostgreSQL) is
-    skipped, never claimed twice. Requests of *paused* queues are never claimed.
-    """
-
-    async def claim_recalls(
-        self,
-        volume: str,
-        drive: str,
-        limit: int,
-        *,
-        queues: frozenset[str] | None = None,
-        paused: frozenset[str] = frozenset(),
-        held: Sequence[str] = (),
-        min_priority: int | None = None,
-        after: int | None = None,
-        by_position: bool = True,
-    ) -> list[Request]:
-        """Up to *limit* queued recalls of *volume*: of *queues* (None: any), not under a
-        *held* path prefix (a nearly full file system), of priority >= *min_priority*
-        and position > *after* when given; in (position, id) order, else id order."""
-        ...
-
-    async def claim_migrations(
-        self, storage_class: str, drive: str, limit: int, *, paused: frozenset[str] = frozenset()
-    ) -> list[Request]:
-        """Up to *limit* queued migrations of *storage_class*, highest priority first, then
-        oldest."""
-        ...
-
-    async def claim_removals(self, limit: int) -> list[Request]:
-        """Up to *limit* queued removals, oldest first; no drive (catalog work)."""
-        ...
-
-    async def claim_ids(self, ids: Iterable[int], drive: str | None = None) -> list[Request]:
-        """Those of *ids* still queued (in no particular order)."""
-        ...
-
-
-class QueueSettings(Protocol):
-    """The queue rows the scheduler reads: ``store.queue_settings`` (:mod:`tssd.db.queues`)."""
-
-    async def rows(self) -> list[QueueRow]:
-        """Every configured queue."""
-        ...
-
-    async def paused(self) -> frozenset[str]:
-        """Names of the queues an operator paused."""
         ...
 
 

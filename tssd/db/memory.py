@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 
 from tssd.db.actions import OperatorActions
 from tssd.db.memory_scheduling import MemoryScheduling
-from tssd.db.models import QueueRow, utcnow
+from tssd.db.models import utcnow
 from tssd.db.models import Request as RequestRow
 from tssd.db.notifier import COUNTED, Notifier, Outcomes
 from tssd.db.pages import ListFilter
@@ -32,17 +32,15 @@ from tssd.db.views import request_of
 from tssd.domain import OPEN_STATES, Kind, Request, State
 from tssd.errors import Conflict, NotFound
 from tssd.lifecycle import LIFECYCLE, Transition, sources, target
+from tssd.ports.scheduling import QueueRecord
 from tssd.submit import SubmitSpec
 from tssd.work import WorkSignal
 
 if TYPE_CHECKING:
-    from tssd.db.interface import (
-        CandidateReads,
-        QueueSettings,
-        RequestStoreInterface,
-        SchedulingClaims,
-    )
+    from tssd.db.interface import RequestStoreInterface
     from tssd.db.store import RequestStore
+    from tssd.ports.admission import OpenCount
+    from tssd.ports.scheduling import IntakeLedger, SchedulerStore, SessionLedger
 
 #: Every column attribute of a request, with its value before anything sets it.
 _BLANK: dict[str, Any] = {attr.key: None for attr in RequestRow.__mapper__.column_attrs}
@@ -50,13 +48,13 @@ _FILTERED = ("state", "kind", "queue", "volume", "pnfsid")
 
 
 class MemoryQueues:
-    """The queue rows of a :class:`MemoryStore` (``QueueStore`` of tssd.db.queues)."""
+    """The queue settings of a :class:`MemoryStore` (``QueueStore`` of tssd.db.queues)."""
 
     def __init__(self, queues: dict[str, dict[str, Any]]) -> None:
         self._queues = queues
 
-    async def rows(self) -> list[QueueRow]:
-        return [QueueRow(**q) for _, q in sorted(self._queues.items())]
+    async def rows(self) -> list[QueueRecord]:
+        return [QueueRecord(**q) for _, q in sorted(self._queues.items())]
 
     async def paused(self) -> frozenset[str]:
         return frozenset(name for name, q in self._queues.items() if q["paused"])
@@ -213,6 +211,9 @@ class MemoryStore(OperatorActions):
     async def queues(self) -> list[dict[str, Any]]:
         return [dict(q) for _, q in sorted(self._queues.items())]
 
+    async def count_open(self) -> int:
+        return len(self._open)  # one entry per open request (the open-key index)
+
     # wait: tssd.db.actions.OperatorActions
 
     async def latest(self, kind: str, pnfsid: str) -> tuple[Request, bool] | None:
@@ -336,9 +337,11 @@ class MemoryStore(OperatorActions):
 if TYPE_CHECKING:
 
     def _conforms(memory: MemoryStore, sql: RequestStore) -> None:
-        """For mypy: both stores have the interface's signatures, and this one the claims'."""
+        """For mypy: both stores have the interface's signatures, so every consumer typed
+        on it or on one of its views (tssd.ports) runs on either."""
         stores: list[RequestStoreInterface] = [memory, sql]
-        claims: SchedulingClaims = memory.scheduling
-        reads: CandidateReads = memory.scheduling
-        queues: QueueSettings = memory.queue_settings
-        del stores, claims, reads, queues
+        sessions: list[SessionLedger] = [memory, sql]
+        intakes: list[IntakeLedger] = [memory, sql]
+        schedulers: list[SchedulerStore] = [memory, sql]
+        counts: list[OpenCount] = [memory, sql]
+        del stores, sessions, intakes, schedulers, counts

@@ -1,8 +1,8 @@
 """The scheduler's reads and claims on the in-memory store's rows (:mod:`tssd.db.memory`).
 
 The same selections as :class:`tssd.db.scheduling.Scheduling`, written as filters over
-dictionaries; :class:`tssd.db.interface.CandidateReads` and
-:class:`tssd.db.interface.SchedulingClaims` state the contract.
+dictionaries; :class:`tssd.ports.scheduling.CandidateReads` and
+:class:`tssd.ports.scheduling.SchedulingClaims` state the contract.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from tssd.db.interface import PendingRow
+from tssd.ports.scheduling import PendingRow
 from tssd.db.views import request_of
 from tssd.domain import OPEN_STATES, Kind, Request
 from tssd.lifecycle import Transition, sources

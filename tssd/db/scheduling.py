@@ -25,10 +25,8 @@ from tssd.db.polls import PollIndex
 from tssd.db.views import request_records
 from tssd.domain import Kind, State
 from tssd.lifecycle import LIFECYCLE, Transition, target
+from tssd.ports.scheduling import PendingRow
 
-#: A queued recall as the planner loads it: id, volume, position, size, priority, queue,
-#: created_at.
-PendingRow = tuple[int, str | None, int | None, int | None, int | None, str | None, datetime]
 
 #: Every queued, located recall: the planner's full load reads the pending set by design
 #: (at start-up and every ``resync_s``), the one statement that may read most of the table.

@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from tssd.db.actions import OperatorActions
-from tssd.db.counts import Counts
+from tssd.db.counts import Counts, count_open
 from tssd.db.engine import db_retry, in_transaction
 from tssd.db.events import (
     CHUNK,
@@ -226,6 +226,10 @@ class RequestStore(OperatorActions):
     async def queues(self) -> list[dict[str, Any]]:
         """The configured queues (priority, drive limit, paused)."""
         return await _queue_rows(self.sessions)
+
+    async def count_open(self) -> int:
+        """Open requests counted now, from the state index (:func:`tssd.db.counts.count_open`)."""
+        return await count_open(self.engine)
 
     # wait: tssd.db.actions.OperatorActions
 

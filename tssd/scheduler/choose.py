@@ -17,7 +17,7 @@ import structlog
 
 from tssd.clock import Clock, utcnow
 from tssd.config import SchedulerSettings
-from tssd.db.interface import CandidateReads, QueueSettings
+from tssd.ports.scheduling import CandidateReads, QueueSettings
 from tssd.scheduler.balance import pre_read
 from tssd.scheduler.context import Context, QueuePolicy
 from tssd.scheduler.cost import (

@@ -26,10 +26,10 @@ import structlog
 
 from tssd.clock import utcnow
 from tssd.config import SchedulerSettings
-from tssd.db.store import RequestStore
 from tssd.domain import Kind, State
 from tssd.errors import TssdError
 from tssd.metrics import Metrics
+from tssd.ports.scheduling import SchedulerStore
 from tssd.scheduler.choose import Chooser, Plan
 from tssd.scheduler.context import QueuePolicy
 from tssd.scheduler.cost import Verdict
@@ -82,7 +82,7 @@ class Scheduler:
     def __init__(
         self,
         settings: SchedulerSettings,
-        store: RequestStore,
+        store: SchedulerStore,
         drives: DriveManager,
         intake: Intake,
         runner: SessionRunner,

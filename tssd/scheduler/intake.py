@@ -11,9 +11,9 @@ import structlog
 
 from tssd.backends.base import TapeBackend, TapeCopy
 from tssd.clock import utcnow
-from tssd.db.store import RequestStore
 from tssd.domain import Request
 from tssd.errors import ObjectNotFound, PermanentBackendError, TssdError
+from tssd.ports.scheduling import IntakeLedger
 from tssd.retry import Retrier
 from tssd.scheduler.copies import cover_copies
 from tssd.scheduler.planner import Entry, Planner
@@ -40,7 +40,7 @@ class Intake:
 
     def __init__(
         self,
-        store: RequestStore,
+        store: IntakeLedger,
         backend: TapeBackend,
         retrier: Retrier,
         policy: Policy,

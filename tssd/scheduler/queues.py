@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections import deque
 from datetime import datetime, timedelta
 
-from tssd.db.interface import CandidateReads, MountBook, QueueSettings
+from tssd.db.interface import MountBook
+from tssd.ports.scheduling import CandidateReads, QueueSettings
 from tssd.scheduler.context import QueuePolicy
 from tssd.scheduler.planner import Entry
 

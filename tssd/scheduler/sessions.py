@@ -25,10 +25,10 @@ from tssd.backends.base import (
 )
 from tssd.backpressure import Backpressure
 from tssd.clock import Offload, inline, utcnow
-from tssd.db.store import RequestStore
 from tssd.domain import Kind, Request, State
 from tssd.errors import ChecksumMismatch, TransientBackendError, TssdError
 from tssd.metrics import Metrics
+from tssd.ports.scheduling import SessionLedger
 from tssd.retry import Retrier
 from tssd.scheduler.drives import DriveManager, DriveState
 from tssd.scheduler.planner import Entry
@@ -59,7 +59,7 @@ class SessionRunner(WritableBatches):
 
     def __init__(
         self,
-        store: RequestStore,
+        store: SessionLedger,
         backend: TapeBackend,
         drives: DriveManager,
         retrier: Retrier,

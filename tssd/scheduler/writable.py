@@ -17,10 +17,10 @@ from typing import Any
 import structlog
 
 from tssd.backends.base import Source, TapeBackend, TapeCopy, WriteItem, WriteResult
-from tssd.db.store import RequestStore
 from tssd.domain import Kind, Request, State
 from tssd.errors import BackendError, DataError, TooLargeForTape, TransientBackendError, TssdError
 from tssd.metrics import Metrics
+from tssd.ports.scheduling import SessionLedger
 from tssd.retry import Retrier
 from tssd.scheduler.drive_session import DriveSessions
 from tssd.scheduler.drives import DriveManager, DriveState
@@ -34,7 +34,7 @@ class WritableBatches:
 
     backend: TapeBackend
     retrier: Retrier
-    store: RequestStore
+    store: SessionLedger
     drives: DriveManager
     metrics: Metrics
     sessions: DriveSessions
