@@ -9,10 +9,12 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tssd.backends.sim.profiles import get_profile
+from tssd.domain import Request
 from tssd.simulate.bound import lower_bound
 from tssd.simulate.campaign import copies_by_pnfsid, load_catalog_rows, load_requests
 from tssd.simulate.command import simulate
@@ -221,10 +223,10 @@ def test_tss_reads_a_tape_with_urgent_requests_without_claiming_it_per_file(
     claims = 0
     claim_recalls = Scheduling.claim_recalls
 
-    async def counted(self: Scheduling, *args: object, **kw: object) -> object:
+    async def counted(self: Scheduling, *args: Any, **kw: Any) -> list[Request]:
         nonlocal claims
         claims += 1
-        return await claim_recalls(self, *args, **kw)  # type: ignore[arg-type]
+        return await claim_recalls(self, *args, **kw)
 
     monkeypatch.setattr(Scheduling, "claim_recalls", counted)
     report = run(catalog, requests, profile="lto9", drives=2, policy="tss")

@@ -17,7 +17,7 @@ from tssd.db.schema import ensure_schema
 from tssd.db.sim_catalog import SimCatalogTables
 from tssd.db.statistics import Upkeep, analyse
 from tssd.db.store import RequestStore
-from tssd.submit import parse_submit
+from tssd.submit import SubmitSpec, parse_submit
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def _pg(engine: AsyncEngine) -> bool:
     return engine.dialect.name == "postgresql"
 
 
-def _specs(n: int, start: int = 0) -> list[object]:
+def _specs(n: int, start: int = 0) -> list[SubmitSpec]:
     return [
         parse_submit({"kind": "recall", "pnfsid": f"00AB{i:016X}", "path": f"/p/{i}"})
         for i in range(start, start + n)
@@ -71,22 +71,22 @@ async def test_intake_past_the_threshold_analyses_requests(engine: AsyncEngine) 
     analysed: list[str] = []
     upkeep = Upkeep(engine, 200, analysed.append)
     store = RequestStore(session_factory(engine), postgres=_pg(engine), statistics=upkeep)
-    await store.submit(_specs(150))  # type: ignore[arg-type]
+    await store.submit(_specs(150))
     await upkeep.close()
     assert analysed == []
-    await store.submit(_specs(100, start=150))  # type: ignore[arg-type]
+    await store.submit(_specs(100, start=150))
     await upkeep.close()
     assert sorted(analysed) == ["request_events", "requests"]
     assert await _analysed_rows(engine, "requests") == 250
     # Resubmitting open keys creates nothing: nothing more to analyse.
-    await store.submit(_specs(250))  # type: ignore[arg-type]
+    await store.submit(_specs(250))
     await upkeep.close()
     assert len(analysed) == 2
 
 
 async def test_upkeep_off_never_analyses(engine: AsyncEngine) -> None:
     store = RequestStore(session_factory(engine), postgres=_pg(engine))
-    await store.submit(_specs(300))  # type: ignore[arg-type]
+    await store.submit(_specs(300))
     await store.statistics.close()
     assert await _analysed_rows(engine, "requests") is None
 

@@ -7,6 +7,7 @@ CandidateReads, QueueSettings) on SQLite, PostgreSQL and the in-memory store.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+
 import pytest
 from store_contract import (
     STORES,

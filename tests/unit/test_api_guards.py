@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backend_stub import StubBackend
 from hypothesis import given
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
@@ -25,11 +26,16 @@ from tssd.api.catalog_file import has_rows, read_catalog_file
 from tssd.api.connections import connection_caps
 from tssd.api.inputs import MAX_DEPTH, decode_json
 from tssd.api.roles import Role, admin_only, allowed
+from tssd.clock import RealClock
 from tssd.config.sections import LimitsSettings
 from tssd.db.engine import create_engine, session_factory
+from tssd.db.memory import MemoryStore
 from tssd.db.models import Base, State
 from tssd.db.store import RequestStore
 from tssd.errors import InvalidRequest
+from tssd.metrics import Metrics
+from tssd.retry import Retrier, RetryPolicy
+from tssd.scheduler.policy import get_policy
 from tssd.submit import parse_submit
 
 
@@ -155,11 +161,21 @@ async def test_long_polls_read_the_database_only_when_woken(store: RequestStore)
     assert reads == 2 * len(rows)
 
 
+class Counted:
+    """The open-request count admission reads (``OpenCount``), fixed."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    async def count_open(self) -> int:
+        return self.n
+
+
 async def test_admission_reserves_for_submits_in_flight() -> None:
     """Concurrent bulk submits each passed the same check and together went past the
     limit (measured by benchmarks/admission_load.py): a submit now reserves its share."""
     settings = LimitsSettings(max_open_requests=10, retry_after_s=3)
-    admission = Admission(settings, store=None)  # type: ignore[arg-type]
+    admission = Admission(settings, store=Counted(0))
     with capture_logs() as logs:
         admission.admit(6)
         with pytest.raises(Overloaded) as refused:
@@ -178,12 +194,12 @@ async def test_admission_reserves_for_submits_in_flight() -> None:
 async def test_admission_counts_rarely_only_far_below_its_limit() -> None:
     """The open-request count walks every open request's index entry: far below the
     limit it is read every FAR_REFRESH_S, near it every REFRESH_S."""
-    admission = Admission(LimitsSettings(max_open_requests=10), store=None)  # type: ignore[arg-type]
+    admission = Admission(LimitsSettings(max_open_requests=10), store=Counted(0))
     admission.admit(4)
     assert admission.far_below_limit()
     admission.admit(1)
     assert not admission.far_below_limit()
-    unlimited = Admission(LimitsSettings(max_open_requests=0), store=None)  # type: ignore[arg-type]
+    unlimited = Admission(LimitsSettings(max_open_requests=0), store=Counted(0))
     unlimited.admit(10**9)
     assert unlimited.far_below_limit()
 
@@ -206,7 +222,7 @@ async def test_only_lag_tssd_causes_refuses_submits() -> None:
     """A loop held up by other processes (here: a sleep, which uses no CPU) is not tssd's
     overload; a loop busy with tssd's own work (here: a spin) is."""
     settings = LimitsSettings(max_loop_lag_s=0.2)
-    admission = Admission(settings, store=None)  # type: ignore[arg-type]
+    admission = Admission(settings, store=Counted(0))
     watcher = asyncio.create_task(admission._watch_loop())
     try:
         await asyncio.sleep(0.15)
@@ -289,7 +305,8 @@ def test_locate_passes_follow_the_loop_cpu_they_take() -> None:
     it, up to the batch; a full pass reports ``batch`` so the scheduler locates on."""
     from tssd.scheduler.intake import LOCATE_BUDGET_S, LOCATE_MIN, LOCATE_START, Intake
 
-    intake = Intake(None, None, None, None, batch=5000)  # type: ignore[arg-type]
+    retrier = Retrier(RetryPolicy(0, 0.0, 0.0, 1), Metrics(), RealClock())
+    intake = Intake(MemoryStore(), StubBackend(), retrier, get_policy("fifo"), batch=5000)
     assert intake.locate_limit == LOCATE_START
     intake._locate_took(LOCATE_BUDGET_S * 5, 250, 250)
     assert intake.locate_limit == 50

@@ -11,13 +11,22 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 
 import pytest
+from backend_stub import StubBackend
 
-from tssd.backends.base import DriveInfo, ReadItem, ReadResult, TapeCopy, WriteItem, WriteResult
+from tssd.backends.base import (
+    DriveInfo,
+    ReadItem,
+    ReadResult,
+    Source,
+    TapeCopy,
+    WriteItem,
+    WriteResult,
+)
 from tssd.clock import RealClock
 from tssd.config import SchedulerSettings, Settings
 from tssd.db.memory import MemoryStore
 from tssd.db.memory_mounts import MemoryMounts
-from tssd.domain import Kind, State
+from tssd.domain import Kind, Request, State
 from tssd.errors import PermanentBackendError
 from tssd.files import CountingSink
 from tssd.metrics import Metrics
@@ -38,7 +47,7 @@ from tssd.tape.geometry import LTO9
 T0 = datetime(2020, 1, 1, tzinfo=UTC)
 
 
-class Catalog:
+class Catalog(StubBackend):
     """The backend's ``locate``: copies by pnfsid (the only call intake makes here)."""
 
     def __init__(self, copies: dict[str, list[tuple[str, int]]]) -> None:
@@ -66,13 +75,7 @@ async def test_intake_locates_covers_copies_and_fails_the_lost(memory_store: Mem
     # 00A2 has copies on V1 and V2: V1 is needed anyway (00A1), so the cover takes V1.
     catalog = Catalog({"00A1": [("V1", 1)], "00A2": [("V2", 7), ("V1", 2)], "00A3": [("V3", 4)]})
     planner = Planner()
-    intake = Intake(
-        memory_store,
-        catalog,
-        retrier(),
-        get_policy("tssd"),
-        planner=planner,  # type: ignore[arg-type]
-    )
+    intake = Intake(memory_store, catalog, retrier(), get_policy("tssd"), planner=planner)
     ids = await submit(memory_store, "00A1", "00A2", "00A3", "00A4")
     assert await intake.locate_recalls(()) == 4
     rows = {i: await memory_store.get(i) for i in ids}
@@ -86,21 +89,21 @@ async def test_intake_locates_covers_copies_and_fails_the_lost(memory_store: Mem
 
 
 async def test_intake_asks_for_unlocated_recalls_only_when_some_may_have_come(
-    memory_store: MemoryStore,
+    memory_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After a pass that found fewer than its limit, the query for unlocated recalls is
     not run again until the scheduler tells of new or requeued work (fifo passes once
     per file)."""
     catalog = Catalog({"00B1": [("V1", 1)], "00B2": [("V2", 2)]})
-    intake = Intake(memory_store, catalog, retrier(), get_policy("fifo"))  # type: ignore[arg-type]
+    intake = Intake(memory_store, catalog, retrier(), get_policy("fifo"))
     asked: list[int] = []
     unlocated = memory_store.scheduling.unlocated
 
-    async def counted(limit: int) -> list:  # type: ignore[type-arg]
+    async def counted(limit: int) -> list[Request]:
         asked.append(limit)
         return await unlocated(limit)
 
-    memory_store.scheduling.unlocated = counted  # type: ignore[method-assign]
+    monkeypatch.setattr(memory_store.scheduling, "unlocated", counted)
     await submit(memory_store, "00B1")
     assert await intake.locate_recalls(()) == 1
     assert await intake.locate_recalls(()) == 0
@@ -144,29 +147,46 @@ class Library(Catalog):
             yield ReadResult(item, nbytes, adler)
 
 
+class Unread:
+    """A migration's source that the fake libraries never read."""
+
+    size = 0
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        nothing: tuple[bytes, ...] = ()
+        for chunk in nothing:
+            yield chunk
+
+
+def unread(request: Request) -> Source:
+    return Unread()
+
+
 def whole_scheduler(
     store: MemoryStore, library: Library, settings: SchedulerSettings | None = None
-) -> tuple[Scheduler, DriveManager, Reservations]:
-    """The whole scheduler (chooser, drives, sessions, intake) on *store* and *library*."""
+) -> tuple[Scheduler, MemoryMounts, Reservations]:
+    """The whole scheduler (chooser, drives, sessions, intake) on *store* and *library*;
+    its mount book and reservations."""
     settings = settings or Settings().scheduler
     clock, metrics, policy, planner = RealClock(), Metrics(), get_policy("tssd"), Planner()
-    drives = DriveManager(library, MemoryMounts(), retrier(), metrics, clock)  # type: ignore[arg-type]
+    mounts = MemoryMounts()
+    drives = DriveManager(library, mounts, retrier(), metrics, clock)
     sessions = DriveSessions(drives.drives, clock)
     chooser = Chooser(
         settings, store.scheduling, store.queue_settings, drives, LTO9, clock, planner=planner,
         drive_sessions=sessions,
     )  # fmt: skip
     runner = SessionRunner(
-        store, library, drives, retrier(), metrics,  # type: ignore[arg-type]
+        store, library, drives, retrier(), metrics,
         tiers=PriorityTiers(sessions, planner), sink_for=lambda request: CountingSink(),
-        source_for=lambda request: None, chunk=100, policy=policy, rao="off",  # type: ignore[arg-type,return-value]
+        source_for=unread, chunk=100, policy=policy, rao="off",
     )  # fmt: skip
-    intake = Intake(store, library, retrier(), policy, planner=planner, now=clock.now)  # type: ignore[arg-type]
+    intake = Intake(store, library, retrier(), policy, planner=planner, now=clock.now)
     scheduler = Scheduler(
-        settings, store, drives, intake, runner, metrics, policy,  # type: ignore[arg-type]
+        settings, store, drives, intake, runner, metrics, policy,
         chooser=chooser, sessions=sessions, work=store.work,
     )  # fmt: skip
-    return scheduler, drives, sessions.reservations
+    return scheduler, mounts, sessions.reservations
 
 
 async def test_the_scheduler_reads_every_tape_once_on_the_memory_store(
@@ -178,7 +198,7 @@ async def test_the_scheduler_reads_every_tape_once_on_the_memory_store(
         {"00B1": [("V1", 3)], "00B2": [("V1", 1)], "00B3": [("V2", 2)], "00B4": [("V1", 2)],
          "00B5": [("V2", 1)]}
     )  # fmt: skip
-    scheduler, drives, _ = whole_scheduler(memory_store, library)
+    scheduler, mounts, _ = whole_scheduler(memory_store, library)
     ids = await submit(memory_store, "00B1", "00B2", "00B3", "00B4", "00B5")
     await scheduler.start()
     for _ in range(50):
@@ -193,10 +213,10 @@ async def test_the_scheduler_reads_every_tape_once_on_the_memory_store(
     ]  # fmt: skip
     v1 = [p for v, p in library.reads if v == "V1"]
     assert v1 == ["00B2", "00B4", "00B1"]  # position order on the tape
-    assert sorted(m.volume for m in drives.mounts.mounts) == ["V1", "V2"]  # type: ignore[attr-defined]
+    assert sorted(m.volume for m in mounts.mounts) == ["V1", "V2"]
     # The seams are enums, not strings: a session's purpose, what a tape was mounted for.
     assert [type(purpose) for purpose in scheduler.sessions_started] == [Kind]
-    assert {type(m.purpose) for m in drives.mounts.mounts} == {Kind}  # type: ignore[attr-defined]
+    assert {type(m.purpose) for m in mounts.mounts} == {Kind}
 
 
 class StepClock(RealClock):
@@ -213,10 +233,10 @@ async def test_mount_counters_reach_the_row_when_a_session_ends() -> None:
     """A running mount's counters are written at each session's end (tssctl mounts shows
     them then), and the dismount writes the final ones."""
     mounts, clock = MemoryMounts(), StepClock()
-    drives = DriveManager(Library({}), mounts, retrier(), Metrics(), clock)  # type: ignore[arg-type]
+    drives = DriveManager(Library({}), mounts, retrier(), Metrics(), clock)
     await drives.load()
     drive = drives.drives["d1"]
-    await drives.ensure_mounted(drive, "V1", "recall")
+    await drives.ensure_mounted(drive, "V1", Kind.RECALL)
     drives.account(drive, 100, 1.0, 0.0)
     await drives.flush_stats(drive)
     assert mounts.mounts[0].files == 1
@@ -313,7 +333,7 @@ async def test_idle_tapes_unload_after_keep_s_and_at_once_from_a_disabled_drive(
     disabled drive goes at once; an unload that fails is retried only after *keep_s*, not
     on every pass; each tape is reserved while it unloads and free after."""
     library, clock, reservations = StuckLibrary(), StepClock(), Reservations()
-    drives = DriveManager(library, MemoryMounts(), retrier(), Metrics(), clock)  # type: ignore[arg-type]
+    drives = DriveManager(library, MemoryMounts(), retrier(), Metrics(), clock)
     await drives.load()
     await drives.unload_expired(60.0, reservations)
     assert library.loaded == {"d1": "A", "d2": "B"}  # idle for 0 s

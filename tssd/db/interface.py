@@ -28,7 +28,7 @@ here. Left out, being SQL-specific: ``sessions``, ``engine``, ``postgres``, ``ta
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 

@@ -23,8 +23,8 @@ from sqlalchemy.exc import IntegrityError
 
 from tssd.db.actions import OperatorActions
 from tssd.db.memory_scheduling import MemoryScheduling
-from tssd.db.models import utcnow
 from tssd.db.models import Request as RequestRow
+from tssd.db.models import utcnow
 from tssd.db.notifier import COUNTED, Notifier, Outcomes
 from tssd.db.pages import ListFilter
 from tssd.db.polls import REPORTED, Obtained, PollIndex, adoptable, new_request, on_tape_already

@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from tssd.ports.scheduling import PendingRow
 from tssd.db.views import request_of
 from tssd.domain import OPEN_STATES, Kind, Request
 from tssd.lifecycle import Transition, sources
+from tssd.ports.scheduling import PendingRow
 
 Row = dict[str, Any]
 Claim = Callable[[Sequence[int], str | None], list[Request]]

@@ -27,7 +27,6 @@ from tssd.domain import Kind, State
 from tssd.lifecycle import LIFECYCLE, Transition, target
 from tssd.ports.scheduling import PendingRow
 
-
 #: Every queued, located recall: the planner's full load reads the pending set by design
 #: (at start-up and every ``resync_s``), the one statement that may read most of the table.
 PENDING = select(

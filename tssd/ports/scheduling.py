@@ -49,8 +49,8 @@ class CandidateReads(Protocol):
     """The scheduler's reads of the queue (``store.scheduling``).
 
     :class:`tssd.db.scheduling.Scheduling` reads them in SQL,
-    :class:`tssd.db.memory_scheduling.MemoryScheduling` in memory. A queued request of a *paused* queue, or a recall
-    under a *held* path prefix, is never a candidate.
+    :class:`tssd.db.memory_scheduling.MemoryScheduling` in memory. A queued request of a
+    *paused* queue, or a recall under a *held* path prefix, is never a candidate.
     """
 
     async def recall_volumes(
@@ -137,13 +137,12 @@ class QueueSettings(Protocol):
     :class:`tssd.db.queues.QueueStore` in SQL)."""
 
     async def rows(self) -> list[QueueRecord]:
-        """Every configured queue."""
+        """Every configured queue, in name order."""
         ...
 
     async def paused(self) -> frozenset[str]:
         """Names of the queues an operator paused."""
         ...
-
 
 
 class SchedulingGateway(CandidateReads, SchedulingClaims, Protocol):
