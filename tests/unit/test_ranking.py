@@ -11,6 +11,7 @@ full ranking of every tape at that moment.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings
+from tssd.db.memory import MemoryStore
 from tssd.scheduler.choose import Chooser, Running
 from tssd.scheduler.context import QueuePolicy
 from tssd.scheduler.cost import Verdict
@@ -61,8 +63,9 @@ class World:
             drives=self.drives, ledger=self.ledger,
             free=lambda: [d for d in self.drives.values() if d.enabled and not d.busy],
         )  # fmt: skip
+        queue = MemoryStore()
         chooser = Chooser(
-            SETTINGS, None, None, drives, LTO9, WorldClock(self),  # type: ignore[arg-type]
+            SETTINGS, queue.scheduling, queue.queue_settings, drives, LTO9, WorldClock(self),
             planner=self.planner,
             drive_sessions=self.sessions,
         )  # fmt: skip
@@ -151,6 +154,9 @@ class WorldClock:
 
     async def sleep(self, seconds: float) -> None:
         self.world.now += max(seconds, 0.0)
+
+    def wall(self) -> datetime:
+        return datetime.fromtimestamp(self.world.now, UTC)
 
 
 OPS = st.tuples(

@@ -20,6 +20,7 @@ from tssd.api.openapi import openapi_document
 from tssd.backends.sim.profiles import LTO9
 from tssd.cli import views
 from tssd.config import SchedulerSettings
+from tssd.db.memory import MemoryStore
 from tssd.domain import Kind, Request, State
 from tssd.scheduler.choose import Chooser, Running
 from tssd.scheduler.context import Context, QueuePolicy
@@ -93,7 +94,10 @@ def test_drive_cleaning_due_from_the_drive_table_to_why() -> None:
     drive = DriveState("d1")
     drives = SimpleNamespace(drives={"d1": drive}, free=lambda: [drive], ledger=MountLedger())
     clock = SimpleNamespace(now=lambda: 1000.0)
-    chooser = Chooser(SchedulerSettings(), None, None, drives, LTO9, clock)  # type: ignore[arg-type]
+    queue = MemoryStore()
+    chooser = Chooser(
+        SchedulerSettings(), queue.scheduling, queue.queue_settings, drives, LTO9, clock
+    )
     chooser.planner = planner_of()
     assert [v.volume for v in chooser.rank((), lambda v: True)] == ["A"]
     drive.cleaning_due = True  # the drive asks for cleaning

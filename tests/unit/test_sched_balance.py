@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings
+from tssd.db.memory import MemoryStore
 from tssd.scheduler.balance import list_schedule, overshoot, pre_read
 from tssd.scheduler.choose import Chooser, Plan, Running
 from tssd.scheduler.context import QueuePolicy
@@ -82,7 +83,8 @@ def chooser(verdicts: list[Verdict], *, targets: bool = True) -> Chooser:
     drives = SimpleNamespace(
         drives={f"d{i}": SimpleNamespace(enabled=True) for i in range(2)}, free=list
     )
-    made = Chooser(SchedulerSettings(), None, None, drives, LTO9, clock)  # type: ignore[arg-type]
+    queue = MemoryStore()
+    made = Chooser(SchedulerSettings(), queue.scheduling, queue.queue_settings, drives, LTO9, clock)
     made.queues = {"urgent": QueuePolicy(latency_target_s=3600.0 if targets else None)}
     made.verdicts = {v.volume: v for v in verdicts}
     made.planner = Planner()

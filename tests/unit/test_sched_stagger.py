@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from tests.unit.test_sched_tiers import SetClock
 from tssd.backends.sim.profiles import LTO9
 from tssd.config import SchedulerSettings
+from tssd.db.memory import MemoryStore
 from tssd.scheduler.choose import Chooser, Running
 from tssd.scheduler.context import QueuePolicy
 from tssd.scheduler.cost import Verdict
@@ -51,7 +52,8 @@ def chooser(*, targets: bool = True, queued: int = 20) -> Chooser:
         drives={f"d{i}": SimpleNamespace(enabled=True) for i in range(4)},
         free=list, ledger=MountLedger(),
     )  # fmt: skip
-    made = Chooser(SchedulerSettings(), None, None, drives, LTO9, clock)  # type: ignore[arg-type]
+    queue = MemoryStore()
+    made = Chooser(SchedulerSettings(), queue.scheduling, queue.queue_settings, drives, LTO9, clock)
     made.queues = {"urgent": QueuePolicy(latency_target_s=3600.0 if targets else None)}
     made.verdicts = {f"T{i}": verdict(f"T{i}", 4000.0) for i in range(queued)}
     planner = Planner()

@@ -13,6 +13,7 @@ import pytest
 from tssd.backends.sim.profiles import LTO9, get_profile
 from tssd.config import SchedulerSettings
 from tssd.config.queues import QueueSettings
+from tssd.db.memory import MemoryStore
 from tssd.scheduler.choose import Chooser, Running
 from tssd.scheduler.cost import (
     Context,
@@ -168,7 +169,8 @@ def chooser(now: float, starts: dict[str, float], running: dict[str, Running]) -
     clock = SimpleNamespace(now=lambda: now)
     drives = SimpleNamespace(drives={}, free=list, ledger=MountLedger())
     settings = SchedulerSettings(preempt_after_s=14400.0)
-    made = Chooser(settings, None, None, drives, T10K, clock)  # type: ignore[arg-type]
+    queue = MemoryStore()
+    made = Chooser(settings, queue.scheduling, queue.queue_settings, drives, T10K, clock)
     made._starts = starts
     for drive, run in running.items():
         made.sessions.of(drive).begin_tour(run)

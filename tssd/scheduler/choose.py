@@ -12,6 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Set
 from dataclasses import InitVar, dataclass, field, replace
+from typing import Protocol
 
 import structlog
 
@@ -29,9 +30,9 @@ from tssd.scheduler.cost import (
     urgent_since,
 )
 from tssd.scheduler.drive_session import DriveSessions, Running
-from tssd.scheduler.drives import DriveManager
+from tssd.scheduler.drives import DriveState
 from tssd.scheduler.planner import Planner
-from tssd.scheduler.queues import load_pending, load_queues
+from tssd.scheduler.queues import MountLedger, load_pending, load_queues
 from tssd.scheduler.ranking import Ranking, exact_for, mounted_eligible
 from tssd.scheduler.stagger import stagger_end
 from tssd.tape.geometry import Profile
@@ -43,7 +44,26 @@ RESYNC_CHUNK = 1_000
 RESYNC_TAPES = 10
 
 
-__all__ = ["Chooser", "Plan", "Running", "plan_starts"]
+__all__ = ["Chooser", "DriveView", "Plan", "Running", "plan_starts"]
+
+
+class DriveView(Protocol):
+    """What the chooser reads of the drives (:class:`~tssd.scheduler.drives.DriveManager`
+    has it): it ranks tapes, it never changes a drive."""
+
+    @property
+    def drives(self) -> dict[str, DriveState]:
+        """Every drive by name."""
+        ...
+
+    @property
+    def ledger(self) -> MountLedger:
+        """The mounts of the last day (each tape's mount budget)."""
+        ...
+
+    def free(self) -> list[DriveState]:
+        """The enabled drives that are not busy."""
+        ...
 
 
 @dataclass
@@ -84,7 +104,7 @@ class Chooser:
     #: The queue's reads (``store.scheduling``) and the queues' rows (``store.queue_settings``).
     pending: CandidateReads
     queue_rows: QueueSettings
-    drives: DriveManager
+    drives: DriveView
     profile: Profile
     clock: Clock
     planner: Planner = field(default_factory=Planner)
