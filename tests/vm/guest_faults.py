@@ -18,6 +18,8 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from test_backend_contract import reset_vm_library
@@ -52,7 +54,7 @@ def tgtadm(params: str, lun: int = CHANGER_LUN) -> None:
     )
 
 
-def library(engine: object) -> ScsiLibrary:
+def library(engine: AsyncEngine) -> ScsiLibrary:
     settings = ScsiSettings(
         changer=VM["changer"],
         mtx="mtx",
@@ -62,7 +64,7 @@ def library(engine: object) -> ScsiLibrary:
         tape_capacity=16 << 20,
         volumes="^TSS",
     )
-    return ScsiLibrary(settings, ScsiCatalogTables(session_factory(engine)), RealClock())  # type: ignore[arg-type]
+    return ScsiLibrary(settings, ScsiCatalogTables(session_factory(engine)), RealClock())
 
 
 def outcome(exc: BaseException | None) -> str:
