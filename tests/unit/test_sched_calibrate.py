@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 
 import pytest
+from backend_stub import StubBackend
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,7 +93,7 @@ def test_a_tour_over_one_factor_is_the_plain_tour(seed: int, head: int) -> None:
     assert sorted(order) == list(range(len(spans)))
 
 
-class TrueTape:
+class TrueTape(StubBackend):
     """A backend stand-in reading copies where a factor puts them, reporting locate times."""
 
     name = "true-tape"
@@ -130,7 +131,7 @@ async def read_all(reads: PlannedReads, items: list[ReadItem], stop_after: int =
 @pytest.mark.parametrize("factor", [0.975, 1.0, 1.025])
 async def test_every_item_is_read_once_across_plans(factor: float) -> None:
     tape = TrueTape(GRIDKA_T10K, factor)
-    reads = PlannedReads(tape, inline, "auto")  # type: ignore[arg-type]
+    reads = PlannedReads(tape, inline, "auto")
     items = items_at(half_of_a_tape(3, files=600))
     seen = await read_all(reads, items)
     assert sorted(seen) == sorted(i.copy.position for i in items)
@@ -140,7 +141,7 @@ async def test_every_item_is_read_once_across_plans(factor: float) -> None:
 
 async def test_an_interrupted_batch_ends_the_backend_read() -> None:
     tape = TrueTape(GRIDKA_T10K, 1.01)
-    reads = PlannedReads(tape, inline, "auto")  # type: ignore[arg-type]
+    reads = PlannedReads(tape, inline, "auto")
     items = items_at(half_of_a_tape(4, files=200))
     assert len(await read_all(reads, items, stop_after=5)) == 5
     assert tape.closed == tape.calls  # every backend read ended, the last one at once
@@ -238,7 +239,7 @@ async def test_a_factor_beyond_the_widest_candidates_is_read_in_position_order()
     assert calibrated(LTO9, spans, 1.15).beyond()
     assert not calibrated(LTO9, spans, 1.08).beyond()
     tape = TrueTape(LTO9, 1.15)
-    reads = PlannedReads(tape, inline, "auto")  # type: ignore[arg-type]
+    reads = PlannedReads(tape, inline, "auto")
     reads._calibrations["A"] = calibrated(LTO9, spans, 1.15)  # a previous mount
     drive = DriveState("d")
     seen = []
@@ -302,7 +303,7 @@ async def test_a_new_plan_gives_an_urgent_file_what_is_left_of_its_time(
 
     monkeypatch.setattr(reads_module, "order_reads", recording)
     tape = TrueTape(GRIDKA_T10K, 1.02)
-    reads = PlannedReads(tape, inline, "auto")  # type: ignore[arg-type]
+    reads = PlannedReads(tape, inline, "auto")
     estimated = dataclasses.replace(GRIDKA_T10K, position_spread=ESTIMATE_SPREAD)
     items = items_at(half_of_a_tape(5, files=600))
     urgent = {id(items[-1]): 5000.0}
@@ -322,7 +323,7 @@ async def test_a_new_plan_gives_an_urgent_file_what_is_left_of_its_time(
 async def calibrated_locate_s(spans: list[tuple[int, int]], factor: float) -> float:
     """Seconds of locating calibrated RAO spends reading *spans* (one batch, from BOT) on
     a gridka-t10k tape whose true scale is *factor* times its estimate."""
-    reads = PlannedReads(TrueTape(GRIDKA_T10K, factor), inline, "auto")  # type: ignore[arg-type]
+    reads = PlannedReads(TrueTape(GRIDKA_T10K, factor), inline, "auto")
     estimated = dataclasses.replace(GRIDKA_T10K, position_spread=ESTIMATE_SPREAD)
     drive = DriveState("d")
     total = 0.0

@@ -9,6 +9,7 @@ import random
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
+from backend_stub import StubBackend
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,7 +93,7 @@ def test_the_true_factor_stays_plausible_under_per_file_variation() -> None:
     assert kept >= 0.9 * trials
 
 
-class NoisyTape:
+class NoisyTape(StubBackend):
     """A backend stand-in reading copies at their true places, reporting locate times."""
 
     name = "noisy-tape"
@@ -128,7 +129,7 @@ async def read_sparse(seed: int) -> tuple[float, float, int, int, int]:
     spans, chosen = sparse_tape(seed)
     real = true_places(spans, factor, seed)
     tape = NoisyTape({spans[i][0]: real[i] for i in range(len(spans))})
-    reads = PlannedReads(tape, inline, "auto")  # type: ignore[arg-type]
+    reads = PlannedReads(tape, inline, "auto")
     drive, total, count = DriveState("d"), 0.0, 0
     async for result in reads.read(drive, "A", ESTIMATED, items_of(spans, chosen), {}):
         total += result.locate_s
