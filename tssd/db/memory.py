@@ -74,8 +74,10 @@ class Event:
 class MemoryStore(OperatorActions):
     """The request store in dictionaries (see the module docstring).
 
-    It has no ``sessions`` or ``engine``: code that still queries SQL itself (most of the
-    scheduler until issue 19's gateway is done) needs :class:`~tssd.db.store.RequestStore`.
+    It has no ``sessions`` or ``engine``: what is typed on :mod:`tssd.db.interface` or on
+    the views of :mod:`tssd.ports.scheduling` runs on it, the whole scheduler included
+    (``tests/unit/test_sched_on_memory.py``); code that still queries SQL itself needs
+    :class:`~tssd.db.store.RequestStore`.
     """
 
     def __init__(self, outcomes: Outcomes | None = None) -> None:
