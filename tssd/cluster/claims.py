@@ -13,10 +13,8 @@ from typing import Any, Protocol
 
 import structlog
 
-from tssd.db import cluster as db
-from tssd.db.conditions import Condition
-from tssd.db.engine import Sessions
 from tssd.errors import Conflict
+from tssd.ports.cluster import ClusterBook
 
 log = structlog.get_logger()
 
@@ -36,8 +34,9 @@ class VolumeClaims(Protocol):
         """Reserve *volume* for *drive* before mounting it; raise :class:`VolumeTaken`."""
         ...
 
-    def scope(self, column: Any) -> list[Condition]:
-        """Conditions restricting drive or mount rows (by drive name) to this instance."""
+    def scope(self, column: Any) -> list[Any]:
+        """Conditions restricting drive or mount rows (by the drive name *column*, which
+        the store hands in) to this instance; none when it is alone."""
         ...
 
 
@@ -50,15 +49,15 @@ class LocalClaims:
     async def claim(self, drive: str, volume: str) -> None:
         return None
 
-    def scope(self, column: Any) -> list[Condition]:
+    def scope(self, column: Any) -> list[Any]:
         return []
 
 
 class SharedClaims:
     """Claims of one instance among several sharing the database."""
 
-    def __init__(self, sessions: Sessions, instance: str) -> None:
-        self.sessions = sessions
+    def __init__(self, book: ClusterBook, instance: str) -> None:
+        self.book = book
         self.instance = instance
         self.drives: frozenset[str] = frozenset()
         self.foreign: set[str] = set()
@@ -69,15 +68,15 @@ class SharedClaims:
     def mountable(self, volume: str) -> bool:
         return volume not in self.foreign
 
-    def scope(self, column: Any) -> list[Condition]:
+    def scope(self, column: Any) -> list[Any]:
         return [column.in_(sorted(self.drives))]
 
     async def claim(self, drive: str, volume: str) -> None:
-        if not await db.take_volume(self.sessions, drive, volume, self.instance):
+        if not await self.book.take_volume(drive, volume, self.instance):
             self.foreign.add(volume)
             log.info("cluster.volume_taken", drive=drive, volume=volume)
             raise VolumeTaken(f"volume {volume} is in a drive of another instance")
 
     async def refresh(self) -> None:
         """Reload the volumes held by drives that are not this instance's."""
-        self.foreign = await db.foreign_volumes(self.sessions, self.drives, self.instance)
+        self.foreign = await self.book.foreign_volumes(self.drives, self.instance)
