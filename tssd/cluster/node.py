@@ -205,9 +205,7 @@ def store_instance(settings: ClusterSettings, *, postgres: bool) -> str | None:
     return instance_id(settings) if is_shared(settings, postgres=postgres) else None
 
 
-def volume_claims(
-    settings: ClusterSettings, book: ClusterBook, *, postgres: bool
-) -> VolumeClaims:
+def volume_claims(settings: ClusterSettings, book: ClusterBook, *, postgres: bool) -> VolumeClaims:
     """The claims :func:`cluster_node` keeps current (built first: the drives ask them)."""
     if is_shared(settings, postgres=postgres):
         return SharedClaims(book, instance_id(settings))
