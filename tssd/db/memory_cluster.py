@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from tssd.db.listen import QuietSignals
+from tssd.db.listen import QuietSignals, WorkListener
 from tssd.db.memory import MemoryStore
 from tssd.db.memory_mounts import MemoryMounts
 from tssd.db.models import utcnow
@@ -25,6 +26,7 @@ from tssd.ports.cluster import (
     LIVE,
     REAPED,
     STOPPED,
+    ClusterBook,
     ClusterSignals,
     Member,
     Orphan,
@@ -200,3 +202,13 @@ class MemoryCluster:
         """Quiet: every instance of a memory book is in this process, whose finishes
         reach its waiters directly."""
         return QuietSignals()
+
+
+if TYPE_CHECKING:
+    from tssd.db.cluster import SqlCluster
+
+    def _conforms(memory: MemoryCluster, sql: SqlCluster) -> None:
+        """For mypy: both books have the port's signatures, and both signals theirs."""
+        books: list[ClusterBook] = [memory, sql]
+        signals: list[ClusterSignals] = [QuietSignals(), WorkListener(sql.engine)]
+        del books, signals

@@ -7,7 +7,10 @@ suspect tapes are kept here, as the ``tapes`` rows would keep them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tssd.db.memory_mounts import MemoryMounts
+from tssd.ports.health import HealthBook
 
 
 class MemoryHealth:
@@ -24,3 +27,12 @@ class MemoryHealth:
 
     async def mark_tape_suspect(self, volume: str) -> None:
         self.tapes[volume] = "suspect"
+
+
+if TYPE_CHECKING:
+    from tssd.db.health import SqlHealth
+
+    def _conforms(memory: MemoryHealth, sql: SqlHealth) -> None:
+        """For mypy: both books have the port's signatures."""
+        books: list[HealthBook] = [memory, sql]
+        del books
