@@ -25,9 +25,10 @@ from tssd.config import ClusterSettings, DatabaseSettings, Settings, SimSettings
 from tssd.db import schema
 from tssd.db.cluster import SqlCluster
 from tssd.db.engine import create_engine, session_factory
-from tssd.db.listen import WorkListener
 from tssd.db.models import Drive, Instance, Mount, Request, RequestEvent, utcnow
+from tssd.db.mounts import MountStore
 from tssd.db.store import RequestStore
+from tssd.domain import Kind
 from tssd.errors import ConfigError
 from tssd.submit import parse_submit
 
@@ -158,7 +159,7 @@ async def test_one_cartridge_is_claimed_by_one_drive_of_one_instance(
         await session.execute(update(Drive).where(Drive.name == "a-d0").values(volume=None))
     await b.refresh()
     await b.claim("b-d0", "V00001")
-    assert b.scope(Drive.name) and not b.foreign
+    assert b.scope == {"b-d0"} and not b.foreign
 
 
 async def test_drive_names_and_ids_are_unique_among_live_instances(
@@ -235,11 +236,9 @@ async def test_an_instance_that_lost_its_lease_fences_itself(
         await node.close()
 
 
-async def test_others_announce_queued_and_finished_work(
-    engine: AsyncEngine, store: RequestStore
-) -> None:
+async def test_others_announce_queued_and_finished_work(store: RequestStore) -> None:
     done: list[int] = []
-    listener = WorkListener(engine, on_done=done.append)
+    listener = SqlCluster(store.sessions).signals(done.append)  # LISTEN on PostgreSQL
     await listener.ensure()
     try:
         listener.take()
@@ -253,3 +252,20 @@ async def test_others_announce_queued_and_finished_work(
         assert not listener.take()  # finishing queues nothing
     finally:
         await listener.close()
+
+
+async def test_a_start_resets_only_its_own_drives_and_mounts(store: RequestStore) -> None:
+    book, mounts = SqlCluster(store.sessions), MountStore(store.sessions)
+    await Registry(book, "a", "host-a", LEASE_S).register(["a-d0"])
+    await Registry(book, "b", "host-b", LEASE_S).register(["b-d0"])
+    for drive, volume in (("a-d0", "V1"), ("b-d0", "V2")):
+        await mounts.mounted(drive, volume, await mounts.open_mount(drive, volume, Kind.RECALL))
+    claims = SharedClaims(book, "a")
+    claims.own(["a-d0"])
+    await mounts.reset_drives([], claims.scope)
+    async with store.sessions() as session:
+        held = dict((await session.execute(select(Drive.name, Drive.volume))).all())
+        still_open = (
+            await session.scalars(select(Mount.drive).where(Mount.dismounted_at.is_(None)))
+        ).all()
+    assert held == {"a-d0": None, "b-d0": "V2"} and still_open == ["b-d0"]

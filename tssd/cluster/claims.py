@@ -9,7 +9,7 @@ so the scheduler does not pick them (one query per heartbeat, not per pass).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 
@@ -34,9 +34,10 @@ class VolumeClaims(Protocol):
         """Reserve *volume* for *drive* before mounting it; raise :class:`VolumeTaken`."""
         ...
 
-    def scope(self, column: Any) -> list[Any]:
-        """Conditions restricting drive or mount rows (by the drive name *column*, which
-        the store hands in) to this instance; none when it is alone."""
+    @property
+    def scope(self) -> frozenset[str] | None:
+        """The drives whose rows and mounts are this instance's to reset at its start;
+        None (every drive) when it is alone."""
         ...
 
 
@@ -49,8 +50,9 @@ class LocalClaims:
     async def claim(self, drive: str, volume: str) -> None:
         return None
 
-    def scope(self, column: Any) -> list[Any]:
-        return []
+    @property
+    def scope(self) -> frozenset[str] | None:
+        return None
 
 
 class SharedClaims:
@@ -68,8 +70,9 @@ class SharedClaims:
     def mountable(self, volume: str) -> bool:
         return volume not in self.foreign
 
-    def scope(self, column: Any) -> list[Any]:
-        return [column.in_(sorted(self.drives))]
+    @property
+    def scope(self) -> frozenset[str] | None:
+        return self.drives
 
     async def claim(self, drive: str, volume: str) -> None:
         if not await self.book.take_volume(drive, volume, self.instance):
