@@ -159,7 +159,7 @@ async def test_one_cartridge_is_claimed_by_one_drive_of_one_instance(
         await session.execute(update(Drive).where(Drive.name == "a-d0").values(volume=None))
     await b.refresh()
     await b.claim("b-d0", "V00001")
-    assert b.scope == {"b-d0"} and not b.foreign
+    assert b.scope == frozenset({"b-d0"}) and not b.foreign
 
 
 async def test_drive_names_and_ids_are_unique_among_live_instances(
