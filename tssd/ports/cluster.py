@@ -5,10 +5,11 @@ writes and reads what it decides, each call one transaction (or one read). Heart
 written and compared in the book's own time (the database server's ``now()``), so the
 clocks of the tape servers never matter for deciding that an instance is dead.
 
-Implementations: :class:`tssd.db.cluster.SqlCluster` (PostgreSQL; on SQLite, whose one
-writer is one daemon, the node is local and calls only the claims) and
+Implementations: :class:`tssd.db.cluster.SqlCluster` (for PostgreSQL: a daemon on SQLite
+is alone, its node local, and leaves the book unused) and
 :class:`tssd.db.memory_cluster.MemoryCluster`; one contract suite,
-``tests/integration/test_cluster_contract.py``, runs on all of them.
+``tests/integration/test_cluster_contract.py``, runs on PostgreSQL, SQLite (all but the
+leases) and memory.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ class ClusterSignals(Protocol):
 
     async def ensure(self) -> None:
         """Start listening unless already listening (again, after a lost connection).
-        Each new start counts as one announcement: what was said meanwhile is unknown."""
+        Where others write, each new start counts as one announcement: what they said
+        meanwhile is unknown."""
         ...
 
     def take(self) -> bool:
