@@ -29,6 +29,7 @@ from tssd.cluster.node import cluster_node, store_instance, volume_claims
 from tssd.config import Settings
 from tssd.db.admin import AdminStore
 from tssd.db.catalogs import SqlCatalogs
+from tssd.db.cluster import SqlCluster
 from tssd.db.engine import (
     Database,
     create_engine,
@@ -36,6 +37,7 @@ from tssd.db.engine import (
     is_postgres,
     session_factory,
 )
+from tssd.db.health import SqlHealth
 from tssd.db.mounts import MountStore
 from tssd.db.notifier import Notifier
 from tssd.db.retention import retention
@@ -49,6 +51,7 @@ from tssd.health import Health
 from tssd.metrics import Metrics
 from tssd.metrics_db import database_gauges
 from tssd.ownership import ownership_warnings
+from tssd.ports.health import HealthBook
 from tssd.retry import Retrier, RetryPolicy
 from tssd.safepath import HeldRoots
 from tssd.scheduler.choose import Chooser
@@ -133,10 +136,11 @@ async def _compose(
     stack.push_async_callback(store.statistics.close)  # a running ANALYZE
     # Before the scheduler reads the queues table: [[queues]] tables win at start.
     await AdminStore(sessions).seed_queues(settings.queues)
-    claims = volume_claims(settings.cluster, store)
+    book = SqlCluster(sessions)
+    claims = volume_claims(settings.cluster, book, postgres=postgres)
     drives = DriveManager(
         backend, MountStore(sessions), retrier, metrics, clock, claims=claims,
-        health=_health(settings, store, metrics) if wiring.guards else None,
+        health=_health(settings, SqlHealth(sessions), metrics) if wiring.guards else None,
     )  # fmt: skip
     roots = None
     if wiring.sink_for is None or wiring.source_for is None:
@@ -150,7 +154,13 @@ async def _compose(
     # (Scheduler.start); builds nothing that needs the scheduler started.
     node = await stack.enter_async_context(
         cluster_node(
-            settings.cluster, store, backend, claims=claims, on_changes=scheduler.resync_soon
+            settings.cluster,
+            book,
+            store,
+            backend,
+            postgres=postgres,
+            claims=claims,
+            on_changes=scheduler.resync_soon,
         )
     )
     return Services(
@@ -215,11 +225,11 @@ def _never(volume: str) -> bool:
     return False
 
 
-def _health(settings: Settings, store: RequestStore, metrics: Metrics) -> Health:
+def _health(settings: Settings, book: HealthBook, metrics: Metrics) -> Health:
     """Drive and tape health bookkeeping (tssd/health.py), held by the drive manager."""
     h = settings.health
     return Health(
-        store.sessions, metrics, drive_max_failures=h.drive_max_failures,
+        book, metrics, drive_max_failures=h.drive_max_failures,
         tape_suspect_drives=h.tape_suspect_drives,
     )  # fmt: skip
 

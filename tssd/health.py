@@ -18,10 +18,9 @@ from typing import Protocol
 
 import structlog
 
-from tssd.db import health as db
-from tssd.db.engine import Sessions
 from tssd.errors import BackendError, ExpectedChecksumMismatch, ObjectNotFound
 from tssd.metrics import Metrics
+from tssd.ports.health import HealthBook
 
 log = structlog.get_logger()
 
@@ -44,18 +43,19 @@ def counts_against_hardware(error: BaseException) -> bool:
 
 
 class Health:
-    """Counts failures per drive and per tape and acts on the thresholds."""
+    """Counts failures per drive and per tape and acts on the thresholds; *book* records
+    the verdicts."""
 
     def __init__(
         self,
-        sessions: Sessions,
+        book: HealthBook,
         metrics: Metrics,
         *,
         drive_max_failures: int = 5,
         tape_suspect_drives: int = 3,
         on_drive_disabled: Callable[[], None] | None = None,
     ) -> None:
-        self.sessions = sessions
+        self.book = book
         self.metrics = metrics
         self.drive_max_failures = drive_max_failures
         self.tape_suspect_drives = tape_suspect_drives
@@ -105,7 +105,7 @@ class Health:
         self.drive_failures.pop(name, None)
 
     async def _disable(self, drive: DriveLike, failures: int, error: BaseException) -> None:
-        await db.disable_drive(self.sessions, drive.name)
+        await self.book.disable_drive(drive.name)
         self.metrics.drives_disabled_total.inc()
         log.error("drive.disabled", drive=drive.name, failures=failures, error=str(error))
         if self.on_drive_disabled is not None:
@@ -113,7 +113,7 @@ class Health:
 
     async def _suspect(self, volume: str, drives: list[str], error: BaseException) -> None:
         self.suspect.add(volume)
-        await db.mark_tape_suspect(self.sessions, volume)
+        await self.book.mark_tape_suspect(volume)
         self.metrics.tapes_suspect_total.inc()
         log.error("tape.suspect", volume=volume, drives=drives, error=str(error))
 

@@ -18,15 +18,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tssd.app import build_services
 from tssd.cluster.claims import SharedClaims, VolumeTaken
-from tssd.cluster.listen import WorkListener
 from tssd.cluster.node import SharedNode
 from tssd.cluster.reaper import Reaper
 from tssd.cluster.registry import Registry
 from tssd.config import ClusterSettings, DatabaseSettings, Settings, SimSettings
 from tssd.db import schema
+from tssd.db.cluster import SqlCluster
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Drive, Instance, Mount, Request, RequestEvent, utcnow
+from tssd.db.mounts import MountStore
 from tssd.db.store import RequestStore
+from tssd.domain import Kind
 from tssd.errors import ConfigError
 from tssd.submit import parse_submit
 
@@ -139,10 +141,11 @@ async def test_a_claim_records_the_claiming_instance(store: RequestStore) -> Non
 async def test_one_cartridge_is_claimed_by_one_drive_of_one_instance(
     store: RequestStore,
 ) -> None:
-    a = SharedClaims(store.sessions, "a")
-    b = SharedClaims(store.sessions, "b")
-    await Registry(store.sessions, "a", "host-a", LEASE_S).register(["a-d0"])
-    await Registry(store.sessions, "b", "host-b", LEASE_S).register(["b-d0"])
+    book = SqlCluster(store.sessions)
+    a = SharedClaims(book, "a")
+    b = SharedClaims(book, "b")
+    await Registry(book, "a", "host-a", LEASE_S).register(["a-d0"])
+    await Registry(book, "b", "host-b", LEASE_S).register(["b-d0"])
     a.own(["a-d0"])
     b.own(["b-d0"])
     await a.claim("a-d0", "V00001")
@@ -156,21 +159,22 @@ async def test_one_cartridge_is_claimed_by_one_drive_of_one_instance(
         await session.execute(update(Drive).where(Drive.name == "a-d0").values(volume=None))
     await b.refresh()
     await b.claim("b-d0", "V00001")
-    assert b.scope(Drive.name) and not b.foreign
+    assert b.scope == frozenset({"b-d0"}) and not b.foreign
 
 
 async def test_drive_names_and_ids_are_unique_among_live_instances(
     store: RequestStore,
 ) -> None:
-    await Registry(store.sessions, "a", "host-a", LEASE_S).register(["d0"])
+    book = SqlCluster(store.sessions)
+    await Registry(book, "a", "host-a", LEASE_S).register(["d0"])
     with pytest.raises(ConfigError, match="belongs to live instance a"):
-        await Registry(store.sessions, "b", "host-b", LEASE_S).register(["d0"])
+        await Registry(book, "b", "host-b", LEASE_S).register(["d0"])
     with pytest.raises(ConfigError, match="is live on host-a"):
-        await Registry(store.sessions, "a", "host-b", LEASE_S).register(["x0"])
+        await Registry(book, "a", "host-b", LEASE_S).register(["x0"])
 
 
 async def make_dead(store: RequestStore, name: str, drive: str, volume: str) -> None:
-    await Registry(store.sessions, name, "host-dead", LEASE_S).register([drive])
+    await Registry(SqlCluster(store.sessions), name, "host-dead", LEASE_S).register([drive])
     async with store.sessions.begin() as session:
         await session.execute(
             update(Instance)
@@ -188,9 +192,10 @@ async def test_the_reaper_releases_a_dead_instances_requests_drives_and_mounts(
     await make_dead(store, "dead", "dead-d0", "V00002")
     await set_active(store, ids[:2], "dead")
     await set_active(store, ids[2:], "alive")
-    await Registry(store.sessions, "alive", "host-b", LEASE_S).register(["alive-d0"])
+    book = SqlCluster(store.sessions)
+    await Registry(book, "alive", "host-b", LEASE_S).register(["alive-d0"])
 
-    reapers = [Reaper(store, name, LEASE_S) for name in ("alive", "alive2")]
+    reapers = [Reaper(book, store, name, LEASE_S) for name in ("alive", "alive2")]
     found = await asyncio.gather(*(r.reap() for r in reapers))
     assert sorted(found, key=len) == [[], ["dead"]]  # reaped once, whoever got there first
 
@@ -218,7 +223,7 @@ async def test_an_instance_that_lost_its_lease_fences_itself(
 ) -> None:
     lost: list[str] = []
     settings = ClusterSettings(instance="me", heartbeat_s=10.0, lease_s=30.0)
-    node = SharedNode(settings, store, on_lost=lost.append)
+    node = SharedNode(settings, SqlCluster(store.sessions), store, on_lost=lost.append)
     await node.start(["me-d0"])
     try:
         await node.tick()
@@ -231,11 +236,9 @@ async def test_an_instance_that_lost_its_lease_fences_itself(
         await node.close()
 
 
-async def test_others_announce_queued_and_finished_work(
-    engine: AsyncEngine, store: RequestStore
-) -> None:
+async def test_others_announce_queued_and_finished_work(store: RequestStore) -> None:
     done: list[int] = []
-    listener = WorkListener(engine, on_done=done.append)
+    listener = SqlCluster(store.sessions).signals(done.append)  # LISTEN on PostgreSQL
     await listener.ensure()
     try:
         listener.take()
@@ -249,3 +252,20 @@ async def test_others_announce_queued_and_finished_work(
         assert not listener.take()  # finishing queues nothing
     finally:
         await listener.close()
+
+
+async def test_a_start_resets_only_its_own_drives_and_mounts(store: RequestStore) -> None:
+    book, mounts = SqlCluster(store.sessions), MountStore(store.sessions)
+    await Registry(book, "a", "host-a", LEASE_S).register(["a-d0"])
+    await Registry(book, "b", "host-b", LEASE_S).register(["b-d0"])
+    for drive, volume in (("a-d0", "V1"), ("b-d0", "V2")):
+        await mounts.mounted(drive, volume, await mounts.open_mount(drive, volume, Kind.RECALL))
+    claims = SharedClaims(book, "a")
+    claims.own(["a-d0"])
+    await mounts.reset_drives([], claims.scope)
+    async with store.sessions() as session:
+        held = dict((await session.execute(select(Drive.name, Drive.volume))).all())
+        still_open = (
+            await session.scalars(select(Mount.drive).where(Mount.dismounted_at.is_(None)))
+        ).all()
+    assert held == {"a-d0": None, "b-d0": "V2"} and still_open == ["b-d0"]

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from tssd.backends.base import DriveInfo, TapeBackend
 from tssd.clock import RealClock
+from tssd.db.health import SqlHealth
 from tssd.db.models import Drive, Mount, Tape
 from tssd.db.mounts import MountStore
 from tssd.errors import PermanentBackendError, TransientBackendError
@@ -45,7 +46,7 @@ async def manager(sessions: async_sessionmaker[Any]) -> DriveManager:
     metrics = Metrics()
     retrier = Retrier(RetryPolicy(attempts=2, base_s=0.0, max_s=0.0), metrics, RealClock())
     backend = cast(TapeBackend, FlakyLibrary())
-    health = Health(sessions, metrics, drive_max_failures=3, tape_suspect_drives=3)
+    health = Health(SqlHealth(sessions), metrics, drive_max_failures=3, tape_suspect_drives=3)
     drives = DriveManager(
         backend, MountStore(sessions), retrier, metrics, RealClock(), health=health
     )

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from tssd.backpressure import Backpressure
 from tssd.clock import RealClock
 from tssd.db import engine as db_engine
+from tssd.db.health import SqlHealth
 from tssd.db.models import Drive, Kind, Request, State, Tape
 from tssd.db.store import RequestStore
 from tssd.errors import (
@@ -59,7 +60,10 @@ async def test_a_drive_failing_repeatedly_is_taken_out_of_service(
     metrics = Metrics()
     disabled: list[bool] = []
     health = Health(
-        sessions, metrics, drive_max_failures=3, on_drive_disabled=lambda: disabled.append(True)
+        SqlHealth(sessions),
+        metrics,
+        drive_max_failures=3,
+        on_drive_disabled=lambda: disabled.append(True),
     )
     drive = FakeDrive("d0")
     err = TransientBackendError("simulated IBM SP error 12")
@@ -83,7 +87,7 @@ async def test_a_tape_failing_on_three_drives_is_marked_suspect(
     sessions: async_sessionmaker[Any],
 ) -> None:
     metrics = Metrics()
-    health = Health(sessions, metrics, drive_max_failures=0, tape_suspect_drives=3)
+    health = Health(SqlHealth(sessions), metrics, drive_max_failures=0, tape_suspect_drives=3)
     err = TransientBackendError("simulated IBM SP error 14")
     d0, d1, d2 = FakeDrive("d0"), FakeDrive("d1"), FakeDrive("d2")
     await health.failed(d0, "T1", err, op="read")

@@ -9,14 +9,12 @@ so the scheduler does not pick them (one query per heartbeat, not per pass).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 
-from tssd.db import cluster as db
-from tssd.db.conditions import Condition
-from tssd.db.engine import Sessions
 from tssd.errors import Conflict
+from tssd.ports.cluster import ClusterBook
 
 log = structlog.get_logger()
 
@@ -36,8 +34,10 @@ class VolumeClaims(Protocol):
         """Reserve *volume* for *drive* before mounting it; raise :class:`VolumeTaken`."""
         ...
 
-    def scope(self, column: Any) -> list[Condition]:
-        """Conditions restricting drive or mount rows (by drive name) to this instance."""
+    @property
+    def scope(self) -> frozenset[str] | None:
+        """The drives whose rows and mounts are this instance's to reset at its start;
+        None (every drive) when it is alone."""
         ...
 
 
@@ -50,15 +50,16 @@ class LocalClaims:
     async def claim(self, drive: str, volume: str) -> None:
         return None
 
-    def scope(self, column: Any) -> list[Condition]:
-        return []
+    @property
+    def scope(self) -> frozenset[str] | None:
+        return None
 
 
 class SharedClaims:
     """Claims of one instance among several sharing the database."""
 
-    def __init__(self, sessions: Sessions, instance: str) -> None:
-        self.sessions = sessions
+    def __init__(self, book: ClusterBook, instance: str) -> None:
+        self.book = book
         self.instance = instance
         self.drives: frozenset[str] = frozenset()
         self.foreign: set[str] = set()
@@ -69,15 +70,16 @@ class SharedClaims:
     def mountable(self, volume: str) -> bool:
         return volume not in self.foreign
 
-    def scope(self, column: Any) -> list[Condition]:
-        return [column.in_(sorted(self.drives))]
+    @property
+    def scope(self) -> frozenset[str] | None:
+        return self.drives
 
     async def claim(self, drive: str, volume: str) -> None:
-        if not await db.take_volume(self.sessions, drive, volume, self.instance):
+        if not await self.book.take_volume(drive, volume, self.instance):
             self.foreign.add(volume)
             log.info("cluster.volume_taken", drive=drive, volume=volume)
             raise VolumeTaken(f"volume {volume} is in a drive of another instance")
 
     async def refresh(self) -> None:
         """Reload the volumes held by drives that are not this instance's."""
-        self.foreign = await db.foreign_volumes(self.sessions, self.drives, self.instance)
+        self.foreign = await self.book.foreign_volumes(self.drives, self.instance)

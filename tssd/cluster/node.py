@@ -1,7 +1,9 @@
 """This instance's place among those sharing the database: register, heartbeat, reap.
 
 On SQLite (or with ``cluster.enabled = false``) the node is local: no table is written and
-the status shows this instance alone.
+the status shows this instance alone. A shared node keeps its rows in a
+:class:`~tssd.ports.cluster.ClusterBook` and hears the others through its
+:class:`~tssd.ports.cluster.ClusterSignals`; ``tssd/app.py`` hands it the book.
 """
 
 from __future__ import annotations
@@ -10,22 +12,22 @@ import asyncio
 import contextlib
 import os
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
 from tssd.backends.base import TapeBackend
 from tssd.clock import utcnow
 from tssd.cluster.claims import LocalClaims, SharedClaims, VolumeClaims
-from tssd.cluster.listen import WorkListener
 from tssd.cluster.reaper import Reaper
 from tssd.cluster.registry import Registry
 from tssd.config import ClusterSettings
-from tssd.db.store import RequestStore
 from tssd.domain import State
 from tssd.errors import ConfigError
+from tssd.lifecycle import RequestLedger
+from tssd.ports.cluster import ClusterBook
 
 log = structlog.get_logger()
 
@@ -35,6 +37,28 @@ FENCED_EXIT = 75
 #: Fraction of the lease without a renewal after which an instance stops by itself; the
 #: others reap it only after the whole lease, and after a lease of their own renewals.
 FENCE_AT = 2 / 3
+
+
+class _Moves(Protocol):
+    def moved(self, ids: Sequence[int], state: State) -> None: ...
+
+
+class _Finishes(Protocol):
+    def finished(self, ids: Sequence[int]) -> None: ...
+
+
+class NodeStore(RequestLedger, Protocol):
+    """The request store as a shared node uses it: the ledger requeues a dead instance's
+    requests; the poll index and the notifier learn of requests finished elsewhere."""
+
+    #: This daemon's id when several share the database (as the store claims with it).
+    instance: str | None
+
+    @property
+    def polls(self) -> _Moves: ...
+
+    @property
+    def notifier(self) -> _Finishes: ...
 
 
 def instance_id(settings: ClusterSettings) -> str:
@@ -83,19 +107,20 @@ class SharedNode(Node):
     def __init__(
         self,
         settings: ClusterSettings,
-        store: RequestStore,
+        book: ClusterBook,
+        store: NodeStore,
         on_lost: Callable[[str], None] = fence,
         *,
         claims: SharedClaims | None = None,
         on_changes: Callable[[], None] | None = None,
     ) -> None:
         instance = instance_id(settings)
-        self._claims = claims if claims is not None else SharedClaims(store.sessions, instance)
+        self._claims = claims if claims is not None else SharedClaims(book, instance)
         super().__init__(instance, self._claims, on_changes=on_changes)
         self.settings = settings
-        self.registry = Registry(store.sessions, instance, socket.gethostname(), settings.lease_s)
-        self.reaper = Reaper(store, instance, settings.lease_s)
-        self.listener = WorkListener(store.engine, on_done=self._finished_elsewhere)
+        self.registry = Registry(book, instance, socket.gethostname(), settings.lease_s)
+        self.reaper = Reaper(book, store, instance, settings.lease_s)
+        self.listener = book.signals(self._finished_elsewhere)
         self._store = store
         self.on_lost = on_lost
         self._task: asyncio.Task[None] | None = None
@@ -180,28 +205,31 @@ def store_instance(settings: ClusterSettings, *, postgres: bool) -> str | None:
     return instance_id(settings) if is_shared(settings, postgres=postgres) else None
 
 
-def volume_claims(settings: ClusterSettings, store: RequestStore) -> VolumeClaims:
+def volume_claims(settings: ClusterSettings, book: ClusterBook, *, postgres: bool) -> VolumeClaims:
     """The claims :func:`cluster_node` keeps current (built first: the drives ask them)."""
-    if is_shared(settings, postgres=store.postgres):
-        return SharedClaims(store.sessions, instance_id(settings))
+    if is_shared(settings, postgres=postgres):
+        return SharedClaims(book, instance_id(settings))
     return LocalClaims()
 
 
 @asynccontextmanager
 async def cluster_node(
     settings: ClusterSettings,
-    store: RequestStore,
+    book: ClusterBook,
+    store: NodeStore,
     backend: TapeBackend,
     *,
+    postgres: bool,
     claims: VolumeClaims | None = None,
     on_changes: Callable[[], None] | None = None,
 ) -> AsyncIterator[Node]:
     """The node of this daemon: shared on PostgreSQL (unless disabled), else local.
 
+    *book* holds the cluster's rows (the database of *store*, on *postgres* or not);
     *claims* come from :func:`volume_claims`; *on_changes* is called when other instances
     changed the queue. The store's ``instance`` must be :func:`instance_id` when shared.
     """
-    if not is_shared(settings, postgres=store.postgres):
+    if not is_shared(settings, postgres=postgres):
         names = [d.name for d in await backend.drives()]
         local = claims if claims is not None else LocalClaims()
         yield Node(instance_id(settings), local, drive_names=names, on_changes=on_changes)
@@ -216,7 +244,7 @@ async def cluster_node(
     if store.instance != instance_id(settings):
         # Its requeue at start would otherwise take back the other instances' work.
         raise ValueError("a shared node needs RequestStore(instance=instance_id(settings))")
-    shared = SharedNode(settings, store, claims=claims, on_changes=on_changes)
+    shared = SharedNode(settings, book, store, claims=claims, on_changes=on_changes)
     await shared.start([d.name for d in await backend.drives()])
     try:
         yield shared

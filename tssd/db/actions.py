@@ -72,7 +72,7 @@ class OperatorActions(Ledger):
 
         The store is read once at the start and once when woken: by this process's own
         transitions, or (several instances) by ``NOTIFY tssd_done`` through
-        :class:`~tssd.cluster.listen.WorkListener`. No periodic re-read: 4,000 waiters
+        :class:`~tssd.db.listen.WorkListener`. No periodic re-read: 4,000 waiters
         re-reading every 2 s saturated the daemon (docs/reliability.md).
         """
         loop = asyncio.get_running_loop()

@@ -23,7 +23,8 @@ DONE_CHANNEL = "tssd_done"
 
 
 class WorkListener:
-    """Counts ``tssd_work`` notifications since the last :meth:`take`."""
+    """Counts ``tssd_work`` notifications since the last :meth:`take` (the
+    :class:`~tssd.ports.cluster.ClusterSignals` of PostgreSQL)."""
 
     def __init__(self, engine: AsyncEngine, on_done: Callable[[int], None] | None = None) -> None:
         self._engine = engine
@@ -69,3 +70,17 @@ class WorkListener:
                 await driver.remove_listener(DONE_CHANNEL, self._done)
         finally:
             await conn.close()
+
+
+class QuietSignals:
+    """The :class:`~tssd.ports.cluster.ClusterSignals` of a database nobody else writes
+    (SQLite, memory): nothing is ever announced."""
+
+    async def ensure(self) -> None:
+        return None
+
+    def take(self) -> bool:
+        return False
+
+    async def close(self) -> None:
+        return None

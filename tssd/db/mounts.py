@@ -6,7 +6,7 @@ daemon's in-memory view were wrong. Every method is one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, Protocol, cast
 
@@ -17,9 +17,9 @@ from tssd.db.engine import in_transaction
 from tssd.db.models import Drive, Mount, Tape, utcnow
 from tssd.domain import Kind
 
-#: Conditions restricting drive or mount rows (by their drive-name column) to this
-#: instance's drives (:meth:`tssd.cluster.claims.VolumeClaims.scope`).
-Scope = Callable[[Any], list[ColumnElement[bool]]]
+#: The drives whose rows are this instance's, None for every drive
+#: (:attr:`tssd.cluster.claims.VolumeClaims.scope`).
+Scope = Collection[str] | None
 
 
 class DriveInfo(Protocol):
@@ -45,14 +45,14 @@ class MountStore:
         now = utcnow()
         async with self.sessions.begin() as session:
             # Only this instance's drives and mounts: others sharing the database are live.
-            own_mounts = scope(Mount.drive)
+            own_mounts = _within(Mount.drive, scope)
             await session.execute(
                 update(Mount)
                 .where(Mount.dismounted_at.is_(None), *own_mounts)
                 .values(dismounted_at=now)
             )
             enabled = {d.name: d.enabled for d in (await session.scalars(select(Drive))).all()}
-            own_drives = scope(Drive.name)
+            own_drives = _within(Drive.name, scope)
             await session.execute(
                 update(Drive).where(*own_drives).values(volume=None, state="empty")
             )
@@ -114,6 +114,11 @@ class MountStore:
         async with self.sessions() as session:
             rows = (await session.execute(stmt.order_by(Mount.requested_at))).all()
         return [(volume, at) for volume, at in rows]
+
+
+def _within(column: Any, scope: Scope) -> list[ColumnElement[bool]]:
+    """The condition keeping the rows of *column* (a drive name) within *scope*."""
+    return [] if scope is None else [column.in_(sorted(scope))]
 
 
 # Core statements, built once: a fifo simulation mounts a tape for every other file, and

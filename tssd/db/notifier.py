@@ -1,7 +1,7 @@
 """In-process wake-ups: waiters on a request, listeners of finished requests (the
 scheduler's own wake-up is its work signal, :mod:`tssd.work`).
 
-Other tssd instances' finishes arrive through ``tssd.cluster.listen`` (NOTIFY tssd_done).
+Other tssd instances' finishes arrive through ``tssd.db.listen`` (NOTIFY tssd_done).
 """
 
 from __future__ import annotations
