@@ -22,6 +22,7 @@ from sqlalchemy import insert
 from tssd.config import Settings
 from tssd.config.sections import ApiSettings, DatabaseSettings
 from tssd.db.engine import create_engine, session_factory
+from tssd.db.lookups import SqlHistory
 from tssd.db.models import Request, utcnow
 from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
@@ -57,7 +58,8 @@ async def main(args: argparse.Namespace) -> None:
             api=ApiSettings(pool_roots=str(pool)),
         )
         store = RequestStore(session_factory(engine), postgres=False)
-        reaper = Reaper(store, FileMovers(settings), Metrics(), claim_timeout_s=60.0)
+        history = SqlHistory(store.sessions)
+        reaper = Reaper(store, history, FileMovers(settings), Metrics(), claim_timeout_s=60.0)
         times: list[float] = []
         for p in range(args.passes):
             base = args.claimed + p * args.unclaimed

@@ -38,9 +38,10 @@ from tssd.db.engine import (
     session_factory,
 )
 from tssd.db.health import SqlHealth
+from tssd.db.lookups import SqlHistory
 from tssd.db.mounts import MountStore
 from tssd.db.notifier import Notifier
-from tssd.db.retention import retention
+from tssd.db.retention import SqlRetention, retention
 from tssd.db.schema import ensure_schema
 from tssd.db.statistics import Upkeep
 from tssd.db.store import RequestStore
@@ -166,6 +167,7 @@ async def _compose(
     return Services(
         settings=settings, store=store, backend=backend, metrics=metrics, drives=drives,
         scheduler=scheduler, database=engine.dialect.name, cluster=node, pool_roots=roots,
+        history=SqlHistory(sessions), retention=SqlRetention(sessions),
     )  # fmt: skip
 
 
@@ -280,7 +282,9 @@ async def serve(settings: Settings) -> None:
         # ENDIT directories: started after the scheduler, stopped before it.
         intakes = await listeners.enter_async_context(AsyncExitStack())
         await intakes.enter_async_context(
-            endit_intake(settings, services.store, services.backend, services.metrics)
+            endit_intake(
+                settings, services.store, services.history, services.backend, services.metrics
+            )
         )
         await intakes.enter_async_context(database_gauges(services))
         services.drives.activity.sample_every(settings.api.status_sample_s)
@@ -288,12 +292,14 @@ async def serve(settings: Settings) -> None:
             depth_sampler(services.drives.activity, services.store.counts)
         )
         await intakes.enter_async_context(
-            reaper(settings, services.store, services.metrics, services.pool_roots)
+            reaper(
+                settings, services.store, services.history, services.metrics, services.pool_roots
+            )
         )
         db = settings.database
         await intakes.enter_async_context(
             retention(
-                services.store.sessions,
+                services.retention,
                 db.retention_days,
                 batch=db.retention_batch,
                 every_s=db.retention_every_s,

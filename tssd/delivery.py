@@ -28,8 +28,7 @@ from tssd.background import running
 from tssd.clock import utcnow
 from tssd.config import Settings
 from tssd.db.engine import DatabaseError
-from tssd.db.lookups import unclaimed_recalls
-from tssd.db.store import RequestStore
+from tssd.db.interface import RequestStoreInterface
 from tssd.domain import Request
 from tssd.errors import TssdError
 from tssd.files import (
@@ -41,6 +40,7 @@ from tssd.files import (
     unlink_confined,
 )
 from tssd.metrics import Metrics
+from tssd.ports.history import RequestHistory
 from tssd.safepath import HeldRoots
 
 log = structlog.get_logger()
@@ -64,7 +64,7 @@ class FileMovers:
     """
 
     def __init__(
-        self, settings: Settings, store: RequestStore | None = None,
+        self, settings: Settings, store: RequestStoreInterface | None = None,
         roots: HeldRoots | None = None,
     ) -> None:  # fmt: skip
         self.store = store
@@ -93,7 +93,7 @@ class FileMovers:
 
 
 @contextmanager
-def watching(store: RequestStore, request_id: int) -> Iterator[asyncio.Event]:
+def watching(store: RequestStoreInterface, request_id: int) -> Iterator[asyncio.Event]:
     """An event set when *request_id* finishes or is cancelled, for the ``with`` block."""
     event = store.notifier.watch(request_id)
     try:
@@ -106,9 +106,15 @@ class Reaper:
     """Ends recalls whose part file waited longer than the claim bound (module docstring)."""
 
     def __init__(
-        self, store: RequestStore, movers: FileMovers, metrics: Metrics, claim_timeout_s: float
+        self,
+        store: RequestStoreInterface,
+        history: RequestHistory,
+        movers: FileMovers,
+        metrics: Metrics,
+        claim_timeout_s: float,
     ) -> None:
         self.store = store
+        self.history = history
         self.movers = movers
         self.metrics = metrics
         self.claim_timeout_s = claim_timeout_s
@@ -128,10 +134,10 @@ class Reaper:
     async def sweep(self) -> int:
         """One pass; the number of requests abandoned."""
         cutoff = utcnow() - timedelta(seconds=self.claim_timeout_s)
-        rows = await unclaimed_recalls(self.store.sessions, CLAIM, cutoff, limit=1000)
+        rows = await self.history.unclaimed_recalls(CLAIM, cutoff, limit=1000)
         abandoned = 0
-        for request_id, path, pnfsid, queue in rows:
-            abandoned += await self._settle(request_id, path or "", pnfsid, queue)
+        for row in rows:
+            abandoned += await self._settle(row.id, row.path or "", row.pnfsid, row.queue)
         return abandoned
 
     async def _settle(self, request_id: int, path: str, pnfsid: str | None, queue: str) -> int:
@@ -161,11 +167,15 @@ class Reaper:
 
 @asynccontextmanager
 async def reaper(
-    settings: Settings, store: RequestStore, metrics: Metrics, roots: HeldRoots | None = None
+    settings: Settings,
+    store: RequestStoreInterface,
+    history: RequestHistory,
+    metrics: Metrics,
+    roots: HeldRoots | None = None,
 ) -> AsyncIterator[Reaper]:
     """Run the :class:`Reaper` for the duration of the ``async with`` block."""
     movers = FileMovers(settings, roots=roots)
-    job = Reaper(store, movers, metrics, settings.delivery.claim_timeout_s)
+    job = Reaper(store, history, movers, metrics, settings.delivery.claim_timeout_s)
     try:
         async with running(job.run(), "delivery-reaper"):
             yield job

@@ -13,6 +13,7 @@ from tssd.cluster.node import Node
 from tssd.config import Settings
 from tssd.db.store import RequestStore
 from tssd.metrics import Metrics
+from tssd.ports.history import RequestHistory, Retention
 from tssd.safepath import HeldRoots
 from tssd.scheduler.core import Scheduler
 from tssd.scheduler.drives import DriveManager
@@ -29,6 +30,10 @@ class Services:
     drives: DriveManager
     scheduler: Scheduler
     database: str
+    #: Reads of requests and their events (ENDIT, the delivery reaper, simulate).
+    history: RequestHistory
+    #: The purge of old finished requests (the retention loop).
+    retention: Retention
     accepting: bool = True
     #: The instances sharing the database (tssd.cluster); None in bare test wiring.
     cluster: Node | None = None

@@ -16,6 +16,7 @@ from tssd.config import Settings
 from tssd.config.sections import ApiSettings, DatabaseSettings
 from tssd.db import schema
 from tssd.db.engine import create_engine, session_factory
+from tssd.db.lookups import SqlHistory
 from tssd.db.models import Request, State
 from tssd.db.store import RequestStore
 from tssd.delivery import FileMovers, Reaper
@@ -54,7 +55,8 @@ async def test_unclaimed_part_files_are_removed_and_claimed_ones_kept(
         api=ApiSettings(pool_roots=str(pool)),
     )  # fmt: skip
     metrics = Metrics()
-    reaper = Reaper(store, FileMovers(settings, store), metrics, claim_timeout_s=0.0)
+    history = SqlHistory(store.sessions)
+    reaper = Reaper(store, history, FileMovers(settings, store), metrics, claim_timeout_s=0.0)
     unclaimed = await done_recall(store, pool, "00AA01")
     claimed = await done_recall(store, pool, "00AA02")
     renamed = await done_recall(store, pool, "00AA03")

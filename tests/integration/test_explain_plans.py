@@ -53,7 +53,7 @@ from tssd.config import ApiSettings, DatabaseSettings, SchedulerSettings, Settin
 from tssd.db.admin import AdminStore
 from tssd.db.pages import ListFilter
 from tssd.db.plans import NO_SEQSCAN
-from tssd.db.retention import purge
+from tssd.db.retention import SqlRetention, purge
 from tssd.db.scheduling import PENDING
 from tssd.db.scsi_catalog import ScsiCatalogTables
 from tssd.db.sim_catalog import SimCatalogTables
@@ -106,7 +106,7 @@ async def _drive(services: Services, tmp_path: Path) -> None:
     # Without the planner's index (fifo policy) the page's volumes come from the database.
     await AdminStore(store.sessions).tapes(100)
     await AdminStore(store.sessions).tapes(100, "V00500")
-    deleted = await purge(store.sessions, NOW - timedelta(days=30), batch=5000)
+    deleted = await purge(SqlRetention(store.sessions), NOW - timedelta(days=30), batch=5000)
     assert deleted > 0
     # A poll adopting a new request spec through the store, for the generic LATEST plan.
     spec = parse_submit({"kind": "recall", "pnfsid": _pnfsid(5), "path": "/pool/data/x"})

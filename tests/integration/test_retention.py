@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from tssd.config import DatabaseSettings
 from tssd.db.engine import create_engine, session_factory
 from tssd.db.models import Request, RequestEvent, utcnow
-from tssd.db.retention import purge, retention
+from tssd.db.retention import SqlRetention, purge, retention
 from tssd.db.schema import ensure_schema
 
 
@@ -73,7 +73,9 @@ async def test_old_finished_requests_go_with_their_events(
 ) -> None:
     ids = await _fill(sessions)
     batches: list[int] = []
-    deleted = await purge(sessions, utcnow() - timedelta(days=30), batch=4, counted=batches.append)
+    deleted = await purge(
+        SqlRetention(sessions), utcnow() - timedelta(days=30), batch=4, counted=batches.append
+    )
     assert deleted == len(ids["old"]) == 21
     assert sum(batches) == 21 and max(batches) <= 4  # in batches, each counted
     requests, events = await _left(sessions)
@@ -81,7 +83,7 @@ async def test_old_finished_requests_go_with_their_events(
     assert events == requests  # no orphaned events, none of the kept lost
     async with sessions() as s:
         assert await s.scalar(select(func.count()).select_from(RequestEvent)) == 2 * len(requests)
-    assert await purge(sessions, utcnow() - timedelta(days=30)) == 0
+    assert await purge(SqlRetention(sessions), utcnow() - timedelta(days=30)) == 0
 
 
 async def test_the_background_round_purges_and_zero_days_keeps_everything(
@@ -89,11 +91,13 @@ async def test_the_background_round_purges_and_zero_days_keeps_everything(
 ) -> None:
     ids = await _fill(sessions)
     assert DatabaseSettings().retention_days == 30.0
-    async with retention(sessions, 0, batch=10, every_s=0.01):
+    async with retention(SqlRetention(sessions), 0, batch=10, every_s=0.01):
         pass
     assert len((await _left(sessions))[0]) == sum(len(v) for v in ids.values())
     counted: list[int] = []
-    async with retention(sessions, 30, batch=10, every_s=3600, counted=counted.append):
+    async with retention(
+        SqlRetention(sessions), 30, batch=10, every_s=3600, counted=counted.append
+    ):
         for _ in range(200):
             if sum(counted) >= 21:
                 break

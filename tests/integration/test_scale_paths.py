@@ -223,7 +223,7 @@ async def test_sqlite_plans_neither_walk_nor_sort(tmp_path: Path) -> None:
         event.listen(engine, "before_cursor_execute", capture)
         try:
             await services.scheduler.intake.locate_recalls(())
-            await purge(store.sessions, utcnow(), batch=10)
+            await purge(services.retention, utcnow(), batch=10)
             for flt in (ListFilter(state="queued"), ListFilter(state="queued", kind="recall"),
                         ListFilter(queue="q"), ListFilter(queue="q", state="failed")):  # fmt: skip
                 await store.list_requests(flt)

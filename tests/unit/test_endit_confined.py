@@ -29,6 +29,7 @@ from tests.unit.test_endit_worker import (
 )
 from tssd.config import EnditDirectory, EnditSettings, Settings
 from tssd.db.engine import create_engine, session_factory
+from tssd.db.lookups import SqlHistory
 from tssd.db.models import State
 from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
@@ -313,7 +314,8 @@ async def test_a_refused_directory_is_counted_by_the_daemon(
     )
     metrics = Metrics()
     labels = {"directory": str(base), "subdir": "request"}
-    async with endit_intake(settings, store, FakeBackend(), metrics):  # type: ignore[arg-type]
+    history = SqlHistory(store.sessions)
+    async with endit_intake(settings, store, history, FakeBackend(), metrics):  # type: ignore[arg-type]
         for _ in range(500):
             if metrics.registry.get_sample_value("tssd_endit_dirs_refused_total", labels):
                 break

@@ -22,6 +22,7 @@ from tssd.clock import RealClock
 from tssd.config import EnditDirectory, EnditSettings
 from tssd.config.storage_classes import StorageClassSettings
 from tssd.db.engine import create_engine, session_factory
+from tssd.db.lookups import SqlHistory
 from tssd.db.models import State
 from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
@@ -54,6 +55,7 @@ def worker_with_metrics(
     metrics = Metrics()
     ctx = DirContext(
         store,
+        SqlHistory(store.sessions),
         EnditPaths(base),
         EnditDirectory(path=str(base), hsm_name="pool1"),
         EnditSettings(inotify=False, min_free_percent=0.0),

@@ -26,6 +26,7 @@ from tssd.clock import RealClock
 from tssd.config import EnditDirectory, EnditSettings
 from tssd.config.storage_classes import StorageClassSettings
 from tssd.db.engine import create_engine, session_factory
+from tssd.db.lookups import SqlHistory
 from tssd.db.models import Request, State
 from tssd.db.schema import ensure_schema
 from tssd.db.store import RequestStore
@@ -75,6 +76,7 @@ def make_worker(
     settings.setdefault("min_free_percent", 0.0)
     ctx = DirContext(
         store,
+        SqlHistory(store.sessions),
         EnditPaths(base),
         EnditDirectory(path=str(base), hsm_name="pool1", priority=2),
         EnditSettings(inotify=False, **settings),

@@ -64,6 +64,8 @@ class MemoryQueues:
 class Event:
     """One line of a request's history (the ``request_events`` table)."""
 
+    #: Increasing in the order of recording, across requests (the table's id).
+    id: int
     request_id: int
     at: datetime
     from_state: str | None
@@ -92,6 +94,10 @@ class MemoryStore(OperatorActions):
         #: History per request id; and the newest ids per (kind, pnfsid) and (kind, key),
         #: so that a poll's or a put's look-up stays a dict read at any size.
         self._events: dict[int, list[Event]] = {}
+        #: Every event, oldest (lowest id) first: the reads since an id
+        #: (:class:`tssd.db.memory_history.MemoryHistory`).
+        self._log: list[Event] = []
+        self._next_event = 1
         self._by_pnfsid: dict[tuple[str, str | None], list[int]] = {}
         self._by_key: dict[tuple[str, str], list[int]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
@@ -173,7 +179,7 @@ class MemoryStore(OperatorActions):
     async def list_requests(self, flt: ListFilter) -> list[Request]:
         wanted = {name: value for name in _FILTERED if (value := getattr(flt, name)) is not None}
         found: list[Request] = []
-        for request_id in self._rows:  # added in id order, never removed
+        for request_id in self._rows:  # added in id order (retention only removes)
             if len(found) >= flt.limit:
                 break
             values = self._rows[request_id]
@@ -332,8 +338,23 @@ class MemoryStore(OperatorActions):
         at = utcnow()
         origin = source.value if source is not None else None
         for request_id in ids:
-            event = Event(request_id, at, origin, target.value, reason)
+            event = Event(self._next_event, request_id, at, origin, target.value, reason)
+            self._next_event += 1
             self._events.setdefault(request_id, []).append(event)
+            self._log.append(event)
+
+    def _forget(self, ids: Sequence[int]) -> None:
+        """Delete the finished requests *ids* and their events (retention's purge)."""
+        gone = set(ids)
+        for request_id in gone:
+            row = self._rows.pop(request_id)
+            self._events.pop(request_id, None)
+            for index, ident in ((self._by_pnfsid, (row["kind"], row["pnfsid"])),
+                                 (self._by_key, (row["kind"], row["key"]))):  # fmt: skip
+                index[ident].remove(request_id)
+                if not index[ident]:
+                    del index[ident]
+        self._log = [e for e in self._log if e.request_id not in gone]
 
 
 if TYPE_CHECKING:

@@ -10,18 +10,20 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from tssd.config import EnditDirectory, EnditSettings
 from tssd.config.storage_classes import DEFAULT_STORAGE_CLASSES, StorageClassSettings
-from tssd.db.lookups import requests_by_id
-from tssd.db.store import RequestStore
+from tssd.db.interface import RequestStoreInterface
 from tssd.domain import Request, State
 from tssd.endit.dirs import EnditPaths
 from tssd.metrics import EnditMetrics
+from tssd.ports.history import RequestHistory
 
 T = TypeVar("T")
 
 
 @dataclass
 class DirContext:
-    store: RequestStore
+    store: RequestStoreInterface
+    #: The reads of requests and request events the reconciliation makes.
+    history: RequestHistory
     paths: EnditPaths
     directory: EnditDirectory
     settings: EnditSettings
@@ -51,7 +53,7 @@ class DirContext:
 
     async def rows(self, ids: Sequence[int]) -> list[Request]:
         """The current rows of *ids* (those that exist)."""
-        return await requests_by_id(self.store.sessions, ids)
+        return await self.history.requests_by_id(ids)
 
 
 async def in_thread(fn: Callable[..., T], *args: Any) -> T:
@@ -65,7 +67,7 @@ class Watches:
     periodic reconciliation finds those.
     """
 
-    def __init__(self, store: RequestStore) -> None:
+    def __init__(self, store: RequestStoreInterface) -> None:
         self.store = store
         self._events: dict[int, asyncio.Event] = {}
 

@@ -12,12 +12,13 @@ import structlog
 from tssd.backends.base import TapeBackend
 from tssd.clock import RealClock
 from tssd.config import EnditDirectory, Settings
-from tssd.db.store import RequestStore
+from tssd.db.interface import RequestStoreInterface
 from tssd.endit.context import DirContext
 from tssd.endit.dirs import EnditPaths
 from tssd.endit.worker import DirectoryWorker
 from tssd.errors import ConfigError
 from tssd.metrics import Metrics
+from tssd.ports.history import RequestHistory
 from tssd.retry import Retrier, RetryPolicy
 
 log = structlog.get_logger()
@@ -40,7 +41,11 @@ def _paths(directory: EnditDirectory, seen: set[Path], metrics: Metrics) -> Endi
 
 @asynccontextmanager
 async def endit_intake(
-    settings: Settings, store: RequestStore, backend: TapeBackend, metrics: Metrics
+    settings: Settings,
+    store: RequestStoreInterface,
+    history: RequestHistory,
+    backend: TapeBackend,
+    metrics: Metrics,
 ) -> AsyncIterator[list[DirectoryWorker]]:
     """Serve every configured ENDIT directory until the context exits."""
     b = settings.backend
@@ -52,6 +57,7 @@ async def endit_intake(
         DirectoryWorker(
             DirContext(
                 store,
+                history,
                 paths,
                 d,
                 settings.endit,

@@ -24,7 +24,6 @@ from collections.abc import Iterable
 import structlog
 
 from tssd.backends.base import TapeBackend
-from tssd.db.lookups import events_after, last_event_id, open_transfers_under
 from tssd.domain import TERMINAL_STATES, Kind, Request, State
 from tssd.endit import protocol
 from tssd.endit.context import DirContext, Watches, in_thread
@@ -148,23 +147,23 @@ class DirectoryWorker:
         if full or self._events_seen is None:
             await self._adopt_all()
             return
-        events = await events_after(self.ctx.store.sessions, self._events_seen)
+        events = await self.ctx.history.events_after(self._events_seen)
         # The next pass reads this pass's window again: a transaction that took its event
         # ids before this pass but committed after it is still seen (adopting is idempotent).
         self._events_seen = self._events_next
-        self._events_next = max((e[0] for e in events), default=self._events_next)
-        reopened = sorted({request for _, request, to in events if to == State.QUEUED})
-        ended = {request for _, request, to in events if to in TERMINAL_STATES}
+        self._events_next = max((e.id for e in events), default=self._events_next)
+        reopened = sorted({e.request_id for e in events if e.to_state == State.QUEUED})
+        ended = {e.request_id for e in events if e.to_state in TERMINAL_STATES}
         if reopened:
-            self._adopt(await open_transfers_under(self.ctx.store.sessions, self._base(), reopened))
+            self._adopt(await self.ctx.history.open_transfers_under(self._base(), reopened))
         missed = [i for i in (*self.stages.by_id, *self.flushes.by_id) if i in ended]
         if missed:
             await self._finished(missed)
 
     async def _adopt_all(self) -> None:
         # Events from here on are the next pass's: read before the open requests.
-        seen = await last_event_id(self.ctx.store.sessions)
-        rows = await open_transfers_under(self.ctx.store.sessions, self._base())
+        seen = await self.ctx.history.last_event_id()
+        rows = await self.ctx.history.open_transfers_under(self._base())
         self._events_seen = self._events_next = seen
         self._adopt(rows)
         open_ids = {row.id for row in rows}

@@ -20,7 +20,6 @@ from tssd.clock import inline
 from tssd.config import SchedulerSettings, Settings, SimSettings
 from tssd.config.queues import QueueSettings
 from tssd.db.engine import Engine, session_factory
-from tssd.db.lookups import all_recalls
 from tssd.db.sim_catalog import SimCatalogTables
 from tssd.db.throwaway import memory_engine
 from tssd.domain import Kind, Request
@@ -218,4 +217,4 @@ def _spec(arrival: Arrival) -> SubmitSpec:
 
 
 async def _recalls(services: Services) -> list[Request]:
-    return await all_recalls(services.store.sessions)
+    return await services.history.all_recalls()
