@@ -13,6 +13,7 @@ from tssd.cluster.node import Node
 from tssd.config import Settings
 from tssd.db.store import RequestStore
 from tssd.metrics import Metrics
+from tssd.ports.reports import Admin, Efficiency, Gauges, Glance
 from tssd.safepath import HeldRoots
 from tssd.scheduler.core import Scheduler
 from tssd.scheduler.drives import DriveManager
@@ -29,6 +30,12 @@ class Services:
     drives: DriveManager
     scheduler: Scheduler
     database: str
+    #: The operator's reads and settings (tssd.ports.reports): GET /v1/top and /status,
+    #: the admin routes, the efficiency report, the database gauges.
+    glance: Glance
+    admin: Admin
+    reports: Efficiency
+    gauges: Gauges
     accepting: bool = True
     #: The instances sharing the database (tssd.cluster); None in bare test wiring.
     cluster: Node | None = None
