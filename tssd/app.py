@@ -37,10 +37,13 @@ from tssd.db.engine import (
     is_postgres,
     session_factory,
 )
+from tssd.db.gauges import GaugeStore
+from tssd.db.glance import GlanceStore
 from tssd.db.health import SqlHealth
 from tssd.db.lookups import SqlHistory
 from tssd.db.mounts import MountStore
 from tssd.db.notifier import Notifier
+from tssd.db.reports import ReportStore
 from tssd.db.retention import SqlRetention, retention
 from tssd.db.schema import ensure_schema
 from tssd.db.statistics import Upkeep
@@ -135,8 +138,10 @@ async def _compose(
     )  # fmt: skip
     stack.push_async_callback(store.tally.close)  # a background recount, if running
     stack.push_async_callback(store.statistics.close)  # a running ANALYZE
+    # The operator's reads and settings, on the daemon's shared counts.
+    admin = AdminStore(sessions, store.tally)
     # Before the scheduler reads the queues table: [[queues]] tables win at start.
-    await AdminStore(sessions).seed_queues(settings.queues)
+    await admin.seed_queues(settings.queues)
     book = SqlCluster(sessions)
     claims = volume_claims(settings.cluster, book, postgres=postgres)
     drives = DriveManager(
@@ -168,6 +173,8 @@ async def _compose(
         settings=settings, store=store, backend=backend, metrics=metrics, drives=drives,
         scheduler=scheduler, database=engine.dialect.name, cluster=node, pool_roots=roots,
         history=SqlHistory(sessions), retention=SqlRetention(sessions),
+        glance=GlanceStore(sessions), admin=admin, reports=ReportStore(sessions),
+        gauges=GaugeStore(sessions, store.tally),
     )  # fmt: skip
 
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import structlog
 
 from tssd.background import running
 from tssd.clock import utcnow
 from tssd.db.engine import DatabaseError
-from tssd.db.gauges import pauses_and_mounts
 from tssd.services import Services
 
 log = structlog.get_logger()
@@ -32,13 +31,8 @@ async def refresh(services: Services, seen: set[str] | None = None) -> None:
     """
     seen = set() if seen is None else seen
     now = utcnow()
-    paused, mounts = await pauses_and_mounts(services.store.sessions, now - timedelta(days=1))
-    # The shared counts: no walk of a million queued requests every round.
-    ages: dict[str, datetime] = {}
-    for g in await services.store.tally.get():
-        stamp = g.oldest
-        if g.state == "queued" and stamp is not None:
-            ages[g.queue] = min(stamp, ages.get(g.queue, stamp))
+    paused, mounts = await services.gauges.pauses_and_mounts(now - timedelta(days=1))
+    ages = await services.gauges.oldest_queued()
     m = services.metrics
     seen.update(paused, ages, {services.settings.scheduler.default_queue})
     for name in seen:

@@ -14,6 +14,7 @@ from tssd.config import Settings
 from tssd.db.store import RequestStore
 from tssd.metrics import Metrics
 from tssd.ports.history import RequestHistory, Retention
+from tssd.ports.reports import Admin, Efficiency, Gauges, Glance
 from tssd.safepath import HeldRoots
 from tssd.scheduler.core import Scheduler
 from tssd.scheduler.drives import DriveManager
@@ -34,6 +35,12 @@ class Services:
     history: RequestHistory
     #: The purge of old finished requests (the retention loop).
     retention: Retention
+    #: The operator's reads and settings (tssd.ports.reports): GET /v1/top and /status,
+    #: the admin routes, the efficiency report, the database gauges.
+    glance: Glance
+    admin: Admin
+    reports: Efficiency
+    gauges: Gauges
     accepting: bool = True
     #: The instances sharing the database (tssd.cluster); None in bare test wiring.
     cluster: Node | None = None

@@ -12,14 +12,16 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from tssd.db.admin import AdminStore, MountFilter
+from tssd.db.admin import AdminStore
 from tssd.db.counts import Counts
 from tssd.db.engine import create_engine, session_factory
+from tssd.db.gauges import GaugeStore
 from tssd.db.models import Base, Drive, Mount, QueueRow, Request, Tape
 from tssd.db.reports import ReportStore
 from tssd.errors import NotFound
 from tssd.metrics import Metrics
 from tssd.metrics_db import refresh
+from tssd.ports.reports import MountFilter
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 DAY2 = timedelta(days=2)
@@ -179,7 +181,7 @@ async def test_database_gauges(sessions: async_sessionmaker[Any]) -> None:
         )  # fmt: skip
     metrics = Metrics()
     services = SimpleNamespace(
-        store=SimpleNamespace(sessions=sessions, tally=Counts(sessions)),
+        gauges=GaugeStore(sessions, Counts(sessions)),
         metrics=metrics,
         settings=SimpleNamespace(
             scheduler=SimpleNamespace(default_queue="default", mount_budget_per_day=2)

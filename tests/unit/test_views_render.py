@@ -18,8 +18,8 @@ from tssd.api.server import add_routes
 from tssd.api.status_html import Page, efficiency_colour, render
 from tssd.api.top import queue_etas
 from tssd.cli.top import BAR, bar, count, screen, size
-from tssd.db.glance import wear
 from tssd.db.models import Mount
+from tssd.ports.reports import wear
 from tssd.scheduler.choose import Running
 from tssd.scheduler.cost import Verdict
 from tssd.scheduler.planner import Entry, Planner

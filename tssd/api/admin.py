@@ -1,7 +1,9 @@
 """Operator routes: queues, drives, tapes, mount history and the efficiency report.
 
-The queries live in :mod:`tssd.db.admin` and :mod:`tssd.db.reports`; this module parses
-parameters, applies live changes (drive enable/disable) and shapes the JSON (docs/api.md).
+The queries are the ports :class:`tssd.ports.reports.Admin` and
+:class:`~tssd.ports.reports.Efficiency` (``services.admin``, ``services.reports``); this
+module parses parameters, applies live changes (drive enable/disable) and shapes the
+JSON (docs/api.md).
 """
 
 from __future__ import annotations
@@ -24,17 +26,15 @@ from tssd.api.params import (
 )
 from tssd.bodies import UNSET as UNSET_BODY
 from tssd.bodies import QueuePatch, convert
-from tssd.db.admin import UNSET, AdminStore, MountFilter
-from tssd.db.reports import ReportStore
 from tssd.errors import InvalidRequest
+from tssd.ports.reports import UNSET, Admin, MountFilter
 from tssd.services import Services
 
 log = structlog.get_logger()
 
 
-def admin(request: web.Request) -> AdminStore:
-    store = services(request).store
-    return AdminStore(store.sessions, store.tally)
+def admin(request: web.Request) -> Admin:
+    return services(request).admin
 
 
 def optional_time(raw: str | None, name: str) -> datetime | None:
@@ -163,7 +163,7 @@ async def efficiency_report(request: web.Request) -> web.Response:
     if since >= until:
         raise InvalidRequest("since must be before until")
     bins = q.bins
-    report = await ReportStore(services(request).store.sessions).efficiency(since, until, bins)
+    report = await services(request).reports.efficiency(since, until, bins)
     return web.json_response(report)
 
 

@@ -33,7 +33,7 @@ def _list(key: str) -> dict[str, Any]:
 
 
 _TIME = {"type": "string", "format": "date-time"}
-#: A queue as GET /v1/queues and PATCH /v1/queues/{name} return it (tssd/db/admin.py).
+#: A queue as GET /v1/queues and PATCH /v1/queues/{name} return it (tssd.ports.reports.Admin).
 QUEUE_SCHEMA = {
     "type": "object",
     "properties": {

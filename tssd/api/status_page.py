@@ -23,9 +23,8 @@ from tssd.api.helpers import services
 from tssd.api.status_html import Page, render
 from tssd.api.top import drive_lines
 from tssd.clock import utcnow
-from tssd.db.admin import mount_json
-from tssd.db.glance import GlanceStore, wear
 from tssd.domain import Mount
+from tssd.ports.reports import mount_json, wear
 
 #: Most mounts drawn on the timeline (the newest of the last 24 hours).
 MOUNTS_MAX = 5000
@@ -37,7 +36,7 @@ POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri
 
 async def build_page(request: web.Request) -> Page:
     svc = services(request)
-    glance = GlanceStore(svc.store.sessions)
+    glance = svc.glance
     now = utcnow()
     drives = await drive_lines(svc, glance)
     rows, truncated = await glance.mounts_since(now - timedelta(days=1), MOUNTS_MAX)

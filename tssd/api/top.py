@@ -16,9 +16,8 @@ from aiohttp import web
 
 from tssd.api.helpers import services
 from tssd.clock import utcnow
-from tssd.db.admin import AdminStore, mount_json, seconds
-from tssd.db.glance import GlanceStore
 from tssd.domain import Drive, Mount
+from tssd.ports.reports import Glance, mount_json, seconds
 from tssd.scheduler.core import Scheduler
 from tssd.scheduler.drives import DriveState
 from tssd.services import Services
@@ -30,7 +29,7 @@ QUEUES_MAX = 64
 
 
 async def top_view(svc: Services) -> dict[str, Any]:
-    glance = GlanceStore(svc.store.sessions)
+    glance = svc.glance
     drives = await drive_lines(svc, glance)
     queues = await queue_lines(svc)
     newest = await glance.last_mounts(LAST_MOUNTS)
@@ -62,7 +61,7 @@ def _live_mount(svc: Services, mount: dict[str, Any]) -> dict[str, Any]:
     return mount
 
 
-async def drive_lines(svc: Services, glance: GlanceStore) -> list[dict[str, Any]]:
+async def drive_lines(svc: Services, glance: Glance) -> list[dict[str, Any]]:
     rows = {d.name: d for d in await glance.drives()}
     # Another instance's drives: their mounts from the database (ours are in memory).
     opened = await glance.open_mounts() if set(rows) - set(svc.drives.drives) else {}
@@ -126,7 +125,7 @@ def _plan(scheduler: Scheduler, line: dict[str, Any], claimed: tuple[int, int]) 
 
 async def queue_lines(svc: Services) -> list[dict[str, Any]]:
     default = svc.settings.scheduler.default_queue
-    rows = await AdminStore(svc.store.sessions).queues(always=default)
+    rows = await svc.admin.queues(always=default)
     now, wall = svc.drives.clock.now(), utcnow()
     listed = {q["name"] for q in rows}
     # A queue that emptied within the hour still has its p95 to show.

@@ -1,14 +1,15 @@
 """Operator queries: queues, drives, tapes and mount history (``tssctl`` and /v1 admin).
 
-Everything here reads or writes the durable tables; the live drive view (busy, the volume
-in a drive this very moment) is merged in by the caller from the DriveManager.
+:class:`AdminStore` implements :class:`tssd.ports.reports.Admin` in SQL (the memory one:
+:mod:`tssd.db.memory_reports`, which shares the shaping helpers below). Everything here
+reads or writes the durable tables; the live drive view (busy, the volume in a drive this
+very moment) is merged in by the caller from the DriveManager.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tssd import domain
 from tssd.config.queues import QueueSettings
-from tssd.db.counts import Counts
+from tssd.db.counts import Counts, Group
 from tssd.db.models import (
     OPEN_STATE_SQL,
     OPEN_STATES,
@@ -32,63 +33,14 @@ from tssd.db.models import (
     Tape,
     utcnow,
 )
+from tssd.db.views import drive_record, mount_record
 from tssd.errors import Conflict, NotFound
+from tssd.ports.reports import UNSET, Admin, MountFilter, iso, mount_json
 
 log = structlog.get_logger()
 
 DAY = timedelta(days=1)
-UNSET: Any = object()  # a keyword left out, as opposed to None (= "no limit")
 IN_CHUNK = 1000  # volumes per IN list
-
-
-def iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def seconds(start: datetime | None, end: datetime | None) -> float | None:
-    if start is None or end is None:
-        return None
-    return max(0.0, (end - start).total_seconds())
-
-
-def mount_json(row: Mount | domain.Mount) -> dict[str, Any]:
-    """A mount with its derived figures; efficiency as the metric defines it.
-
-    ``session_s`` runs from the mount request to the end of the dismount, like the
-    ``tssd_mount_session_seconds`` observation, so the two agree.
-    """
-    session_s = seconds(row.requested_at, row.dismounted_at)
-    efficiency = None
-    if session_s is not None:
-        efficiency = min(1.0, row.transfer_s / session_s) if session_s > 0 else 0.0
-    return {
-        "id": row.id,
-        "drive": row.drive,
-        "volume": row.volume,
-        "purpose": row.purpose,
-        "requested_at": iso(row.requested_at),
-        "ready_at": iso(row.ready_at),
-        "dismounted_at": iso(row.dismounted_at),
-        "open": row.dismounted_at is None,
-        "mount_s": seconds(row.requested_at, row.ready_at),
-        "session_s": session_s,
-        "files": row.files,
-        "bytes": row.bytes,
-        "transfer_s": round(row.transfer_s, 6),
-        "efficiency": efficiency,
-    }
-
-
-@dataclass(frozen=True)
-class MountFilter:
-    since: datetime | None = None
-    until: datetime | None = None
-    drive: str | None = None
-    volume: str | None = None
-    limit: int = 1000
-    after: int | None = None
-    #: Only the newest *limit* matches (still returned oldest first).
-    newest: bool = False
 
 
 class AdminStore:
@@ -108,21 +60,7 @@ class AdminStore:
         """Configured queues, queues with open requests and *always*, with their load."""
         async with self.sessions() as session:
             rows = {q.name: q for q in (await session.scalars(select(QueueRow))).all()}
-        groups = [g for g in await self.tally.get() if g.state in OPEN_STATES]
-        found: dict[str, dict[str, Any]] = {name: _queue(name, q) for name, q in rows.items()}
-        if always is not None and always not in found:
-            found[always] = _queue(always, None)
-        oldest: dict[str, datetime] = {}
-        for g in groups:
-            entry = found.setdefault(g.queue, _queue(g.queue, None))
-            entry[g.state] += g.count
-            entry[f"{g.state}_bytes"] += g.bytes
-            stamp = g.oldest
-            if g.state == "queued" and stamp is not None:
-                oldest[g.queue] = min(stamp, oldest.get(g.queue, stamp))
-        for queue, stamp in oldest.items():
-            found[queue]["oldest_queued_at"] = iso(stamp)
-        return [found[name] for name in sorted(found)]
+        return queue_loads(rows, await self.tally.get(), always)
 
     async def set_queue(
         self,
@@ -156,18 +94,7 @@ class AdminStore:
         return next(q for q in await self.queues() if q["name"] == name)
 
     async def seed_queues(self, queues: Sequence[QueueSettings]) -> None:
-        """Apply the ``[[queues]]`` tables at start: create the missing queues, set the
-        keys each table gives (a key left out keeps its run-time value)."""
-        for q in queues:
-            given = {k: getattr(q, k) for k in q.given}
-            await self.set_queue(
-                q.name,
-                priority=given.get("priority"),
-                max_drives=given.get("max_drives", UNSET),
-                paused=given.get("paused"),
-                latency_target_s=given.get("latency_target_s", UNSET),
-            )
-            log.info("queue.seeded", queue=q.name, **given)
+        await seed_queues(self, queues)
 
     # -- drives -------------------------------------------------------------------------
 
@@ -181,18 +108,7 @@ class AdminStore:
         async with self.sessions() as session:
             rows = (await session.scalars(select(Drive).order_by(Drive.name))).all()
             mounts = {d: (n, last) for d, n, last in (await session.execute(recent)).all()}
-        return [
-            {
-                "name": d.name,
-                "enabled": d.enabled,
-                "state": d.state if d.enabled else "disabled",
-                "volume": d.volume,
-                "updated_at": iso(d.updated_at),
-                "mounts_24h": mounts.get(d.name, (0, None))[0],
-                "last_mount_at": iso(mounts.get(d.name, (0, None))[1]),
-            }
-            for d in rows
-        ]
+        return [drive_json(drive_record(d), mounts.get(d.name, (0, None))) for d in rows]
 
     async def set_drive_enabled(self, name: str, enabled: bool) -> None:
         async with self.sessions.begin() as session:
@@ -209,7 +125,7 @@ class AdminStore:
         limit: int,
         after: str | None = None,
         queued: Mapping[str, tuple[int, int]] | None = None,
-    ) -> tuple[list[dict[str, Any]], Any]:
+    ) -> tuple[list[dict[str, Any]], str | None]:
         """Tapes known to tssd (mounted once or with recalls waiting), by volume name, one
         page at a time: no query reads more than the page's rows (issue 22).
 
@@ -249,7 +165,7 @@ class AdminStore:
                 (q, qb), (a, ab) = queued.get(v, (0, 0)), active.get(v, (0, 0))
                 waiting[v] = (q + a, qb + ab)
         found = [
-            _tape(v, tapes.get(v), waiting.get(v, (0, 0)), mounts_24h.get(v, 0), holders.get(v))
+            tape_json(v, tapes.get(v), waiting.get(v, (0, 0)), mounts_24h.get(v, 0), holders.get(v))
             for v in page
         ]
         return found, (page[-1] if more and page else None)
@@ -273,9 +189,9 @@ class AdminStore:
         queued = next(((n, int(b or 0)) for s, n, b in states if s == "queued"), (0, 0))
         recent = sum(1 for m in mounts if m.requested_at >= day_ago)
         return {
-            **_tape(volume, row, queued, recent, holder),
+            **tape_json(volume, row, queued, recent, holder),
             "requests": {s: {"count": n, "bytes": int(b or 0)} for s, n, b in states},
-            "history": [mount_json(m) for m in reversed(mounts)],
+            "history": [mount_json(mount_record(m)) for m in reversed(mounts)],
         }
 
     # -- mounts -------------------------------------------------------------------------
@@ -302,10 +218,61 @@ class AdminStore:
         async with self.sessions() as session:
             rows = list((await session.scalars(stmt)).all())
         if flt.newest:
-            return [mount_json(r) for r in reversed(rows)], None
+            return [mount_json(mount_record(r)) for r in reversed(rows)], None
         more = len(rows) > flt.limit
         rows = rows[: flt.limit]
-        return [mount_json(r) for r in rows], (rows[-1].id if more else None)
+        return [mount_json(mount_record(r)) for r in rows], (rows[-1].id if more else None)
+
+
+async def seed_queues(admin: Admin, queues: Sequence[QueueSettings]) -> None:
+    """:meth:`tssd.ports.reports.Admin.seed_queues` through *admin*'s ``set_queue``."""
+    for q in queues:
+        given = {k: getattr(q, k) for k in q.given}
+        await admin.set_queue(
+            q.name,
+            priority=given.get("priority"),
+            max_drives=given.get("max_drives", UNSET),
+            paused=given.get("paused"),
+            latency_target_s=given.get("latency_target_s", UNSET),
+        )
+        log.info("queue.seeded", queue=q.name, **given)
+
+
+def queue_loads(
+    rows: Mapping[str, QueueRow], groups: Iterable[Group], always: str | None
+) -> list[dict[str, Any]]:
+    """The queues of *rows* (configured), of the open *groups* and *always*, by name,
+    with the load the open groups give them."""
+    found: dict[str, dict[str, Any]] = {name: _queue(name, q) for name, q in rows.items()}
+    if always is not None and always not in found:
+        found[always] = _queue(always, None)
+    oldest: dict[str, datetime] = {}
+    for g in groups:
+        if g.state not in OPEN_STATES:
+            continue
+        entry = found.setdefault(g.queue, _queue(g.queue, None))
+        entry[g.state] += g.count
+        entry[f"{g.state}_bytes"] += g.bytes
+        stamp = g.oldest
+        if g.state == "queued" and stamp is not None:
+            oldest[g.queue] = min(stamp, oldest.get(g.queue, stamp))
+    for queue, stamp in oldest.items():
+        found[queue]["oldest_queued_at"] = iso(stamp)
+    return [found[name] for name in sorted(found)]
+
+
+def drive_json(drive: domain.Drive, recent: tuple[int, datetime | None]) -> dict[str, Any]:
+    """A drive as :meth:`tssd.ports.reports.Admin.drives` lists it; *recent*: its mounts
+    of the last day and the newest one's time."""
+    return {
+        "name": drive.name,
+        "enabled": drive.enabled,
+        "state": drive.state if drive.enabled else "disabled",
+        "volume": drive.volume,
+        "updated_at": iso(drive.updated_at),
+        "mounts_24h": recent[0],
+        "last_mount_at": iso(recent[1]),
+    }
 
 
 def _recalls_per_volume() -> Any:
@@ -361,7 +328,7 @@ def _queue(name: str, row: QueueRow | None) -> dict[str, Any]:
     }
 
 
-def _tape(
+def tape_json(
     volume: str, row: Tape | None, waiting: tuple[int, int], mounts_24h: int, drive: str | None
 ) -> dict[str, Any]:
     return {

@@ -1,4 +1,5 @@
-"""Queries of the library-at-a-glance views (``GET /v1/top`` and the ``/status`` page).
+"""Queries of the library-at-a-glance views (``GET /v1/top`` and the ``/status`` page):
+:class:`tssd.ports.reports.Glance` in SQL.
 
 Each query is bounded: by the number of drives, by a row limit on the primary key, or
 by an index prefix (open requests), so that a view refreshed every second or two costs
@@ -7,7 +8,6 @@ little however long the history.
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import datetime
 
 from sqlalchemy import func, select
@@ -22,6 +22,8 @@ OPEN_SCAN = 1000
 
 
 class GlanceStore:
+    """:class:`tssd.ports.reports.Glance` on the database shared by every instance."""
+
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self.sessions = sessions
 
@@ -34,8 +36,7 @@ class GlanceStore:
     async def open_mounts(self) -> dict[str, domain.Mount]:
         """The mount each drive holds now, by drive, among the newest :data:`OPEN_SCAN`
         mounts (a tape held while a thousand others were mounted is not looked for)."""
-        rows = await self.last_mounts(OPEN_SCAN)
-        return {m.drive: m for m in reversed(rows) if m.dismounted_at is None}
+        return open_by_drive(await self.last_mounts(OPEN_SCAN))
 
     async def active_per_drive(self) -> dict[str, tuple[int, int]]:
         """Requests claimed by each drive and not finished yet: (count, bytes)."""
@@ -62,12 +63,18 @@ class GlanceStore:
         Read newest first by primary key and cut at *since* (ids grow with time): the
         cost is *limit* rows at most, whatever the length of the history.
         """
-        rows = await self.last_mounts(limit + 1)
-        inside = [m for m in rows if m.dismounted_at is None or m.requested_at >= since]
-        return list(reversed(inside[:limit])), len(inside) > limit
+        return window(await self.last_mounts(limit + 1), since, limit)
 
 
-def wear(mounts: list[domain.Mount], since: datetime, limit: int) -> list[tuple[str, int]]:
-    """The tapes mounted most often since *since*: (volume, mounts), most first."""
-    counts = Counter(m.volume for m in mounts if m.requested_at >= since)
-    return sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:limit]
+def open_by_drive(newest: list[domain.Mount]) -> dict[str, domain.Mount]:
+    """The open mounts among *newest* (newest first), by drive (the newest if several)."""
+    return {m.drive: m for m in reversed(newest) if m.dismounted_at is None}
+
+
+def window(
+    newest: list[domain.Mount], since: datetime, limit: int
+) -> tuple[list[domain.Mount], bool]:
+    """Of the *limit* + 1 *newest* mounts (newest first), those requested since *since*
+    or still open, oldest first, at most *limit*; whether more were."""
+    inside = [m for m in newest if m.dismounted_at is None or m.requested_at >= since]
+    return list(reversed(inside[:limit])), len(inside) > limit

@@ -13,7 +13,7 @@ and tape while it was mounted.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from statistics import median
@@ -22,8 +22,10 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tssd.db.admin import iso, mount_json
+from tssd import domain
 from tssd.db.models import Mount, Request
+from tssd.db.views import mount_record
+from tssd.ports.reports import iso, mount_json
 
 #: Most tapes listed per report (the worst first); the totals cover all of them.
 TAPES_LISTED = 50
@@ -76,6 +78,8 @@ class Tally:
 
 
 class ReportStore:
+    """:class:`tssd.ports.reports.Efficiency` in SQL."""
+
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self.sessions = sessions
 
@@ -85,16 +89,41 @@ class ReportStore:
         async with self.sessions() as session:
             rows = (await session.scalars(select(Mount).where(window).order_by(Mount.id))).all()
             shares = (await session.execute(_queue_shares(since, until))).all()
-            # The plot starts at the first mount: a quiet start of the window is no news.
-            start = max(since, rows[0].requested_at or since) if rows else since
-            timeline = await _timeline(session, start, until, bins) if bins else None
-        mounts = [mount_json(r) for r in rows]
-        days = max((until - since).total_seconds() / 86400, 1 / 24)
-        report = summarize(mounts, [(q, m, n, int(b)) for q, m, n, b in shares], days)
-        report.update(since=iso(since), until=iso(until), days=round(days, 4))
-        if timeline is not None:
-            report["timeline"] = timeline
-        return report
+            mounts = [mount_record(r) for r in rows]
+            finished: list[tuple[datetime | None, int | None]] = []
+            if bins:
+                done = _finished(plot_start(mounts, since), until)
+                finished = [(at, size) for at, size in (await session.execute(done)).all()]
+        shared = [(q, m, n, int(b)) for q, m, n, b in shares]
+        return report(mounts, shared, since, until, bins, finished)
+
+
+def report(
+    mounts: Sequence[domain.Mount],
+    shares: Iterable[tuple[str, int, int, int]],
+    since: datetime,
+    until: datetime,
+    bins: int = 0,
+    finished: Iterable[tuple[datetime | None, int | None]] = (),
+) -> dict[str, Any]:
+    """The report of *mounts* (those requested in [since, until), in id order) and the
+    queue *shares* of them (:func:`_queue_shares`); with *bins*, the timeline of them and
+    of *finished*: (finished_at, size) of the recalls and migrations done from
+    :func:`plot_start` to *until*."""
+    days = max((until - since).total_seconds() / 86400, 1 / 24)
+    found = summarize([mount_json(m) for m in mounts], shares, days)
+    found.update(since=iso(since), until=iso(until), days=round(days, 4))
+    if bins:
+        start = plot_start(mounts, since)
+        started = (m.requested_at for m in mounts if m.requested_at >= start)
+        found["timeline"] = _timeline(start, until, bins, finished, started)
+    return found
+
+
+def plot_start(mounts: Sequence[domain.Mount], since: datetime) -> datetime:
+    """Where the timeline starts: at the first mount, for a quiet start of the window
+    is no news."""
+    return max(since, mounts[0].requested_at or since) if mounts else since
 
 
 def summarize(
@@ -146,8 +175,22 @@ def _queue_shares(since: datetime, until: datetime) -> Any:
     )
 
 
-async def _timeline(
-    session: AsyncSession, since: datetime, until: datetime, bins: int
+def _finished(since: datetime, until: datetime) -> Any:
+    """(finished_at, size) of the recalls and migrations done in [since, until)."""
+    return select(Request.finished_at, Request.size).where(
+        Request.state == "done",
+        Request.kind.in_(("recall", "migrate")),
+        Request.finished_at >= since,
+        Request.finished_at < until,
+    )
+
+
+def _timeline(
+    since: datetime,
+    until: datetime,
+    bins: int,
+    finished: Iterable[tuple[datetime | None, int | None]],
+    started: Iterable[datetime | None],
 ) -> dict[str, Any]:
     """Bytes and files finished, and mounts started, per time bin of the window."""
     bins = max(1, min(bins, MAX_BINS))
@@ -160,20 +203,11 @@ async def _timeline(
         i = int((at - since).total_seconds() // width)
         return i if 0 <= i < bins else None
 
-    done = select(Request.finished_at, Request.size).where(
-        Request.state == "done",
-        Request.kind.in_(("recall", "migrate")),
-        Request.finished_at >= since,
-        Request.finished_at < until,
-    )
-    for at, size in (await session.execute(done)).all():
+    for at, size in finished:
         if (i := index(at)) is not None:
             nbytes[i] += size or 0
             files[i] += 1
-    started = select(Mount.requested_at).where(
-        Mount.requested_at >= since, Mount.requested_at < until
-    )
-    for (at,) in (await session.execute(started)).all():
+    for at in started:
         if (i := index(at)) is not None:
             mounts[i] += 1
     return {"start": iso(since), "bin_s": width, "bytes": nbytes, "files": files, "mounts": mounts}
