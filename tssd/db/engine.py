@@ -85,6 +85,21 @@ def _sqlite_pragmas(engine: AsyncEngine, busy_timeout_s: float) -> None:
 Database: TypeAlias = AsyncEngine
 
 
+#: The database URL of a daemon whose every row lives in its memory and ends with it
+#: (:func:`tssd.db.books.memory_books`): for demonstrations and tests.
+MEMORY_URL = "memory://"
+
+
+def is_memory(url: str) -> bool:
+    """Whether *url* names the in-memory database; ``memory://`` with anything after it is
+    refused (a :class:`ConfigError`), so a mistyped path is not silently forgotten."""
+    if not url.startswith("memory:"):
+        return False
+    if url != MEMORY_URL:
+        raise ConfigError(f"database.url {url!r}: the in-memory database is {MEMORY_URL!r}")
+    return True
+
+
 def database_name(url: str) -> str:
     """The kind of database *url* names (sqlite, postgresql), as the logs show it."""
     return make_url(url).get_backend_name()
