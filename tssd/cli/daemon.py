@@ -194,8 +194,17 @@ async def _serve(settings: Settings) -> int:
 
 async def _db(settings: Settings, args: argparse.Namespace) -> int:
     from tssd.db import schema
-    from tssd.db.engine import create_engine
+    from tssd.db.engine import create_engine, is_memory
 
+    if is_memory(settings.database_url):
+        # Nothing on disk: each daemon starts with empty books in its memory, and no schema.
+        what = {"upgrade": "nothing to upgrade", "downgrade": "nothing to downgrade"}
+        print(
+            f"database.url is {settings.database_url}: "
+            f"{what.get(args.db_command, 'no schema revision')} (the daemon keeps every row "
+            "in its memory, and nothing persists)"
+        )
+        return 0
     engine = create_engine(settings.database_url)
     try:
         if args.db_command == "upgrade":
