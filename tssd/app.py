@@ -27,9 +27,8 @@ from tssd.backpressure import Backpressure
 from tssd.clock import Clock, Offload, RealClock, in_thread
 from tssd.cluster.node import cluster_node, store_instance, volume_claims
 from tssd.config import Settings
-from tssd.db.books import BooksOpener, Hooks, open_books
+from tssd.db.books import BooksOpener, Hooks, open_books, retention
 from tssd.db.interface import RequestStoreInterface
-from tssd.db.retention import retention
 from tssd.delivery import FileMovers, file_roots, reaper
 from tssd.deployment import backend_warnings
 from tssd.endit.service import endit_intake

@@ -193,31 +193,10 @@ async def _serve(settings: Settings) -> int:
 
 
 async def _db(settings: Settings, args: argparse.Namespace) -> int:
-    from tssd.db import schema
-    from tssd.db.engine import create_engine, is_memory
+    from tssd.db.schema import administer
 
-    if is_memory(settings.database_url):
-        # Nothing on disk: each daemon starts with empty books in its memory, and no schema.
-        what = {"upgrade": "nothing to upgrade", "downgrade": "nothing to downgrade"}
-        print(
-            f"database.url is {settings.database_url}: "
-            f"{what.get(args.db_command, 'no schema revision')} (the daemon keeps every row "
-            "in its memory, and nothing persists)"
-        )
-        return 0
-    engine = create_engine(settings.database_url)
-    try:
-        if args.db_command == "upgrade":
-            await schema.upgrade(engine)
-            print(f"database at revision {await schema.current_revision(engine)}")
-        elif args.db_command == "downgrade":
-            await schema.downgrade(engine, args.revision)
-            print(f"database at revision {await schema.current_revision(engine)}")
-        else:
-            current = await schema.current_revision(engine)
-            print(f"database: {current or 'none'}  code: {schema.head_revision()}")
-    finally:
-        await engine.dispose()
+    revision = getattr(args, "revision", None)
+    print(await administer(settings.database_url, args.db_command, revision))
     return 0
 
 

@@ -6,6 +6,8 @@ its schema checked, the SQL stores on one session factory) or, for ``memory://``
 :func:`memory_books` (the memory stores, sharing their rows as the SQL ones share the
 database). Either way the result is a :class:`Books` typed on the ports alone, so nothing
 above ``tssd/db/`` holds an engine, a session factory or an implementation class.
+The retention loop over any :class:`~tssd.ports.history.Retention` is handed on from
+:mod:`tssd.db.retention` (:func:`retention`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tssd.backends.catalog import CatalogGateway
 from tssd.config import Settings
@@ -25,7 +28,6 @@ from tssd.db.cluster import SqlCluster
 from tssd.db.counts import Counts
 from tssd.db.engine import (
     MEMORY_URL,
-    Database,
     create_engine,
     database_name,
     is_memory,
@@ -52,7 +54,7 @@ from tssd.db.memory_reports import (
 from tssd.db.mounts import MountStore
 from tssd.db.notifier import Notifier, Outcomes
 from tssd.db.reports import ReportStore
-from tssd.db.retention import SqlRetention
+from tssd.db.retention import SqlRetention, retention
 from tssd.db.schema import ensure_schema
 from tssd.db.statistics import Upkeep as Statistics
 from tssd.db.store import RequestStore
@@ -65,6 +67,16 @@ from tssd.ports.upkeep import Upkeep
 from tssd.work import WorkSignal
 
 log = structlog.get_logger()
+__all__ = [
+    "Books",
+    "BooksOpener",
+    "Hooks",
+    "memory_books",
+    "open_books",
+    "open_sql_books",
+    "retention",
+    "sql_books",
+]
 
 #: Called with the ids of requests that just finished.
 FinishedListener = Callable[[Sequence[int]], object]
@@ -168,7 +180,7 @@ async def open_sql_books(
         await engine.dispose()
 
 
-def sql_books(engine: Database, settings: Settings, hooks: Hooks) -> Books:
+def sql_books(engine: AsyncEngine, settings: Settings, hooks: Hooks) -> Books:
     """The SQL stores on *engine*, which the caller owns."""
     sessions = session_factory(engine)
     postgres = is_postgres(engine)
