@@ -72,6 +72,13 @@ class _Objects:
     def __init__(self) -> None:
         self.rows: dict[str, StoredObject] = {}
 
+    def _appended(self, placed: dict[str, Any], values: dict[str, Any]) -> StoredObject:
+        """The row of an append: where the tape puts it, and the caller's *values*."""
+        twice = sorted(placed.keys() & values.keys())
+        if twice:
+            raise TypeError(f"{self.table} columns given twice: {twice}")
+        return self._record({**placed, **values})
+
     def _record(self, values: dict[str, Any]) -> StoredObject:
         unknown = set(values) - set(self.columns)
         if unknown:
@@ -209,7 +216,7 @@ class MemorySimTables(_Objects):
         if tape is None:
             return None
         check(tape)
-        obj = self._record({"volume": volume, "seq": tape.next_seq, "offset": tape.used, **values})
+        obj = self._appended({"volume": volume, "seq": tape.next_seq, "offset": tape.used}, values)
         used = tape.used + values["size"]
         advanced = dataclasses.replace(
             tape,
@@ -327,9 +334,8 @@ class MemoryScsiTables(_Objects):
         tape = self.tapes.get(volume)
         if tape is None:
             return None
-        obj = self._record(
-            {"volume": volume, "seq": tape.next_seq, "block": block, "offset": tape.used, **values}
-        )
+        placed = {"volume": volume, "seq": tape.next_seq, "block": block, "offset": tape.used}
+        obj = self._appended(placed, values)
         advanced = dataclasses.replace(
             tape,
             storage_class=values["storage_class"],
