@@ -1,5 +1,5 @@
 """The backends' catalogs in memory: the :class:`~tssd.backends.catalog.CatalogGateway`
-of the memory store.
+to hand the backend factory when tssd runs without a database (``MemoryCatalogs()``).
 
 The tables answer as :mod:`tssd.db.sim_catalog` and :mod:`tssd.db.scsi_catalog` do, query
 for query: the same orders (an unordered SQL read answers in insertion order, as a
