@@ -486,9 +486,12 @@ def _boundary_breaches(source: str, text: str | None = None) -> list[str]:
                     found.append(f"{source}:{node.lineno} imports {a.name} from {base}")
                 elif _within(base, ("tssd.db",)) and _implementation(base, a.name):
                     found.append(f"{source}:{node.lineno} imports the db class {a.name}")
-        elif isinstance(node, ast.Attribute) and node.attr in STORE_INTERNALS:
-            if _is_store(node.value):
-                found.append(f"{source}:{node.lineno} reaches .{node.attr} of a store")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in STORE_INTERNALS
+            and _is_store(node.value)
+        ):
+            found.append(f"{source}:{node.lineno} reaches .{node.attr} of a store")
     return sorted(found, key=lambda hit: int(hit.split(" ", 1)[0].rsplit(":", 1)[1]))
 
 

@@ -40,6 +40,7 @@ from tssd.db.health import SqlHealth
 from tssd.db.interface import MountBook, RequestStoreInterface
 from tssd.db.lookups import SqlHistory
 from tssd.db.memory import MemoryStore
+from tssd.db.memory_catalogs import MemoryCatalogs
 from tssd.db.memory_cluster import MemoryCluster
 from tssd.db.memory_health import MemoryHealth
 from tssd.db.memory_history import MemoryHistory, MemoryRetention
@@ -205,8 +206,6 @@ def sql_books(engine: AsyncEngine, settings: Settings, hooks: Hooks) -> Books:
 def memory_books(settings: Settings, hooks: Hooks | None = None) -> Books:
     """The books in this process's memory (``memory://``): the stores share their rows as
     the SQL ones share a database, and nothing outlives the process. One daemon only."""
-    from tssd.db.memory_catalogs import MemoryCatalogs  # TEMP until h-catalog is merged
-
     hooks = hooks or Hooks()
     store = MemoryStore(
         hooks.outcomes, notifier=Notifier(hooks.finished), poll_ttl_s=settings.api.poll_cache_s
