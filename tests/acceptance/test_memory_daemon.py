@@ -65,7 +65,11 @@ def test_a_file_stored_and_recalled_on_memory(memory_daemon: Daemon, tmp_path: P
 
 
 def test_nothing_persists_across_a_restart(memory_daemon: Daemon, tmp_path: Path) -> None:
+    """``tssd serve --database memory://`` wins over ``database.url`` (a SQLite file here,
+    never made) and starts empty every time."""
     daemon = memory_daemon
+    daemon.db_url = f"sqlite+aiosqlite:///{tmp_path / 'never.db'}"
+    daemon.serve_args = ["--database", "memory://"]
     daemon.start()
     original = tmp_path / PNFSID
     original.write_bytes(b"once")
@@ -76,3 +80,4 @@ def test_nothing_persists_across_a_restart(memory_daemon: Daemon, tmp_path: Path
     daemon.start()
     assert daemon.requests() == []
     assert daemon.stop() == 0
+    assert not (tmp_path / "never.db").exists()

@@ -42,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="also accept recall destinations and migrate sources below DIR (repeatable); "
         "without any and without api.pool_roots only $TSSD_HOME/pools",
     )  # fmt: skip
+    serve.add_argument(
+        "--database", metavar="URL",
+        help="the database instead of database.url; memory:// keeps every row in the "
+        "daemon's memory (demonstrations and tests: nothing persists)",
+    )  # fmt: skip
     config = sub.add_parser("config", help="print every setting with its value, origin and meaning")
     config.add_argument(
         "--sample", action="store_true", help="every setting commented out at its default"
@@ -117,6 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             settings = with_pool_roots(settings, args.pool_root)
+            if args.database:
+                database = dataclasses.replace(settings.database, url=args.database)
+                settings = dataclasses.replace(settings, database=database)
+                origin = {**origin, "database.url": "--database"}
             log.info(
                 "config.effective",
                 **{k: v for k, v, _, _ in describe(settings, origin)},
