@@ -27,27 +27,8 @@ from tssd.backpressure import Backpressure
 from tssd.clock import Clock, Offload, RealClock, in_thread
 from tssd.cluster.node import cluster_node, store_instance, volume_claims
 from tssd.config import Settings
-from tssd.db.admin import AdminStore
-from tssd.db.catalogs import SqlCatalogs
-from tssd.db.cluster import SqlCluster
-from tssd.db.engine import (
-    Database,
-    create_engine,
-    database_name,
-    is_postgres,
-    session_factory,
-)
-from tssd.db.gauges import GaugeStore
-from tssd.db.glance import GlanceStore
-from tssd.db.health import SqlHealth
-from tssd.db.lookups import SqlHistory
-from tssd.db.mounts import MountStore
-from tssd.db.notifier import Notifier
-from tssd.db.reports import ReportStore
-from tssd.db.retention import SqlRetention, retention
-from tssd.db.schema import ensure_schema
-from tssd.db.statistics import Upkeep
-from tssd.db.store import RequestStore
+from tssd.db.books import BooksOpener, Hooks, open_books, retention
+from tssd.db.interface import RequestStoreInterface
 from tssd.delivery import FileMovers, file_roots, reaper
 from tssd.deployment import backend_warnings
 from tssd.endit.service import endit_intake
@@ -69,7 +50,6 @@ from tssd.scheduler.policy import Policy, get_policy
 from tssd.scheduler.sessions import SessionRunner, SinkFactory, SourceFactory
 from tssd.scheduler.tiers import PriorityTiers
 from tssd.services import Services
-from tssd.work import WorkSignal
 
 log = structlog.get_logger()
 
@@ -95,58 +75,49 @@ class Wiring:
 
 @asynccontextmanager
 async def build_services(
-    settings: Settings, wiring: Wiring | None = None, engine: Database | None = None
+    settings: Settings, wiring: Wiring | None = None, books: BooksOpener | None = None
 ) -> AsyncIterator[Services]:
     """Every component of a daemon, opened in order and closed in reverse.
 
     The composition root: each component gets its collaborators in its constructor, and
-    whatever must be closed is entered on one exit stack. Without *engine* the database
-    of the settings is opened and its schema checked; with one (simulation) the caller
-    owns it.
+    whatever must be closed is entered on one exit stack. The implementations of the
+    ports come from *books* (:mod:`tssd.db.books`), by default those of
+    ``database.url``: in SQL, its schema checked, or in memory for ``memory://``.
     """
+    opener = books or functools.partial(open_books, settings)
     async with AsyncExitStack() as stack:
-        if engine is None:
-            engine = await stack.enter_async_context(_database(settings))
-        yield await _compose(settings, wiring or Wiring(), engine, stack)
+        yield await _compose(settings, wiring or Wiring(), opener, stack)
 
 
 async def _compose(
-    settings: Settings, wiring: Wiring, engine: Database, stack: AsyncExitStack
+    settings: Settings, wiring: Wiring, opener: BooksOpener, stack: AsyncExitStack
 ) -> Services:
     clock = wiring.clock
-    sessions = session_factory(engine)
     metrics = Metrics()
-    backend = await stack.enter_async_context(
-        create_backend(settings, SqlCatalogs(sessions), clock)
-    )
+    # The cost model's per-tape index drops requests as they finish, wherever they do.
+    planner = Planner()
+    listeners = ((planner.take,) if wiring.policy.cost_model else ()) + wiring.on_finished
+    hooks = Hooks(
+        finished=listeners, outcomes=metrics.ended,
+        analysed=lambda table: metrics.db_analyze_total.labels(table).inc(),
+        instance=lambda shareable: store_instance(settings.cluster, postgres=shareable),
+    )  # fmt: skip
+    books = await stack.enter_async_context(opener(hooks))
+    backend = await stack.enter_async_context(create_backend(settings, books.catalogs, clock))
     b = settings.backend
     policy = RetryPolicy(b.retries, b.retry_base_s, b.retry_max_s, max(1, b.max_same_failures))
     retrier = Retrier(policy, metrics, clock)
     # Requeues waiting for their backoff end with the daemon: start-up requeues them.
     stack.callback(retrier.cancel_waiting)
-    # The cost model's per-tape index drops requests as they finish, wherever they do.
-    planner = Planner()
-    listeners = ((planner.take,) if wiring.policy.cost_model else ()) + wiring.on_finished
-    postgres = is_postgres(engine)
-    # The scheduler's work signal, which the store wakes on new and requeued work.
-    store = RequestStore(
-        sessions, postgres=postgres, notifier=Notifier(listeners), work=WorkSignal(),
-        poll_ttl_s=settings.api.poll_cache_s,
-        instance=store_instance(settings.cluster, postgres=postgres), outcomes=metrics.ended,
-        statistics=Upkeep(engine, settings.database.analyze_rows,
-                          lambda table: metrics.db_analyze_total.labels(table).inc()),
-    )  # fmt: skip
-    stack.push_async_callback(store.tally.close)  # a background recount, if running
-    stack.push_async_callback(store.statistics.close)  # a running ANALYZE
-    # The operator's reads and settings, on the daemon's shared counts.
-    admin = AdminStore(sessions, store.tally)
+    store, postgres = books.store, books.shareable
+    # A background recount or a running ANALYZE, closed before the backend.
+    stack.push_async_callback(books.upkeep.close)
     # Before the scheduler reads the queues table: [[queues]] tables win at start.
-    await admin.seed_queues(settings.queues)
-    book = SqlCluster(sessions)
-    claims = volume_claims(settings.cluster, book, postgres=postgres)
+    await books.admin.seed_queues(settings.queues)
+    claims = volume_claims(settings.cluster, books.cluster, postgres=postgres)
     drives = DriveManager(
-        backend, MountStore(sessions), retrier, metrics, clock, claims=claims,
-        health=_health(settings, SqlHealth(sessions), metrics) if wiring.guards else None,
+        backend, books.mounts, retrier, metrics, clock, claims=claims,
+        health=_health(settings, books.health, metrics) if wiring.guards else None,
     )  # fmt: skip
     roots = None
     if wiring.sink_for is None or wiring.source_for is None:
@@ -161,7 +132,7 @@ async def _compose(
     node = await stack.enter_async_context(
         cluster_node(
             settings.cluster,
-            book,
+            books.cluster,
             store,
             backend,
             postgres=postgres,
@@ -171,17 +142,16 @@ async def _compose(
     )
     return Services(
         settings=settings, store=store, backend=backend, metrics=metrics, drives=drives,
-        scheduler=scheduler, database=engine.dialect.name, cluster=node, pool_roots=roots,
-        history=SqlHistory(sessions), retention=SqlRetention(sessions),
-        glance=GlanceStore(sessions), admin=admin, reports=ReportStore(sessions),
-        gauges=GaugeStore(sessions, store.tally),
+        scheduler=scheduler, database=books.database, cluster=node, pool_roots=roots,
+        history=books.history, retention=books.retention, glance=books.glance,
+        admin=books.admin, reports=books.reports, gauges=books.gauges, upkeep=books.upkeep,
     )  # fmt: skip
 
 
 def _scheduler(
     settings: Settings,
     wiring: Wiring,
-    store: RequestStore,
+    store: RequestStoreInterface,
     backend: TapeBackend,
     drives: DriveManager,
     retrier: Retrier,
@@ -227,7 +197,7 @@ def _scheduler(
 
 def _purged(services: Services, n: int) -> None:
     services.metrics.retention_deleted_total.inc(n)
-    services.store.statistics.changed(n, "requests", "request_events")
+    services.upkeep.changed(n, "requests", "request_events")
 
 
 def _never(volume: str) -> bool:
@@ -243,29 +213,15 @@ def _health(settings: Settings, book: HealthBook, metrics: Metrics) -> Health:
     )  # fmt: skip
 
 
-def _backpressure(settings: Settings, metrics: Metrics, store: RequestStore) -> Backpressure:
+def _backpressure(
+    settings: Settings, metrics: Metrics, store: RequestStoreInterface
+) -> Backpressure:
     """Disk backpressure (tssd/backpressure.py): recalls into full file systems wait."""
     bp = settings.backpressure
     return Backpressure(
         min_free_bytes=bp.min_free_bytes, min_free_percent=bp.min_free_percent,
         recheck_s=bp.recheck_s, metrics=metrics, on_release=store.work.nudge,
     )  # fmt: skip
-
-
-@asynccontextmanager
-async def _database(settings: Settings) -> AsyncIterator[Database]:
-    engine = create_engine(
-        settings.database_url,
-        pool_size=settings.database.pool_size,
-        busy_timeout_s=settings.database.busy_timeout_s,
-    )
-    try:
-        revision = await ensure_schema(engine, auto_init=settings.database.auto_init)
-        backend = database_name(settings.database_url)
-        log.info("db.ready", database=backend, revision=revision)
-        yield engine
-    finally:
-        await engine.dispose()
 
 
 async def serve(settings: Settings) -> None:

@@ -11,10 +11,11 @@ from tssd.backends.base import TapeBackend
 from tssd.clock import utcnow
 from tssd.cluster.node import Node
 from tssd.config import Settings
-from tssd.db.store import RequestStore
+from tssd.db.interface import RequestStoreInterface
 from tssd.metrics import Metrics
 from tssd.ports.history import RequestHistory, Retention
 from tssd.ports.reports import Admin, Efficiency, Gauges, Glance
+from tssd.ports.upkeep import Upkeep
 from tssd.safepath import HeldRoots
 from tssd.scheduler.core import Scheduler
 from tssd.scheduler.drives import DriveManager
@@ -25,7 +26,7 @@ VERSION = "0.1.0"
 @dataclass
 class Services:
     settings: Settings
-    store: RequestStore
+    store: RequestStoreInterface
     backend: TapeBackend
     metrics: Metrics
     drives: DriveManager
@@ -41,6 +42,8 @@ class Services:
     admin: Admin
     reports: Efficiency
     gauges: Gauges
+    #: The database's table statistics, told what the retention purge deleted.
+    upkeep: Upkeep
     accepting: bool = True
     #: The instances sharing the database (tssd.cluster); None in bare test wiring.
     cluster: Node | None = None

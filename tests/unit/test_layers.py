@@ -421,3 +421,110 @@ def test_the_orm_check_sees_every_kind_of_import() -> None:
     assert _orm_outside("tssd.db.views", text) == []
     assert _orm_outside("tssd.backends.sim.catalog", text) != []
     assert {"Request", "Mount", "Drive", "SimTape"} <= _orm_classes()
+
+
+#: What no module above ``tssd/db/`` names (issue "the database boundary"): the handles
+#: of the database itself. ``tssd.db.books`` hands out the ports instead.
+DATABASE_HANDLES = frozenset(
+    {
+        "session_factory",
+        "Sessions",
+        "async_sessionmaker",
+        "AsyncEngine",
+        "AsyncSession",
+        "Engine",
+        "create_engine",
+        "memory_engine",
+    }
+)
+#: What a store holds for ``tssd/db/`` alone: its sessions, engine, counts, statistics.
+STORE_INTERNALS = frozenset({"sessions", "engine", "tally", "statistics"})
+
+
+def _is_store(node: ast.expr) -> bool:
+    """``store``, ``self.store``, ``services.store``, ``self._store``, ``request_store``:
+    a name or attribute that names a store (the scheduler's ``self.sessions``, its
+    :class:`~tssd.scheduler.drive_session.DriveSessions`, is on ``self``: no store)."""
+    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+    return isinstance(name, str) and name.lstrip("_").endswith("store")
+
+
+def _implementation(module: str, name: str) -> bool:
+    """Whether *name* of the ``tssd.db`` module *module* is a class of db/ that
+    implements something: not an interface, a frozen record, an enum or an error."""
+    import enum
+    import importlib
+    import inspect
+
+    obj = getattr(importlib.import_module(module), name, None)
+    if not inspect.isclass(obj) or not _within(obj.__module__, ("tssd.db",)):
+        return False
+    if getattr(obj, "_is_protocol", False) or issubclass(obj, BaseException | tuple | enum.Enum):
+        return False
+    params = getattr(obj, "__dataclass_params__", None)
+    return not (params is not None and params.frozen)
+
+
+def _boundary_breaches(source: str, text: str | None = None) -> list[str]:
+    """Where *source* (above ``tssd/db/``) imports SQLAlchemy, a database handle or an
+    implementation class of db/, or reaches into a store's SQL internals."""
+    if _within(source, ("tssd.db",)):
+        return []
+    tree = ast.parse(MODULES[source].read_text() if text is None else text)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [
+                f"{source}:{node.lineno} imports {a.name}"
+                for a in node.names
+                if _within(a.name, ("sqlalchemy",))
+            ]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, source)
+            for a in node.names:
+                if _within(base, ("sqlalchemy",)) or a.name in DATABASE_HANDLES:
+                    found.append(f"{source}:{node.lineno} imports {a.name} from {base}")
+                elif _within(base, ("tssd.db",)) and _implementation(base, a.name):
+                    found.append(f"{source}:{node.lineno} imports the db class {a.name}")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in STORE_INTERNALS
+            and _is_store(node.value)
+        ):
+            found.append(f"{source}:{node.lineno} reaches .{node.attr} of a store")
+    return sorted(found, key=lambda hit: int(hit.split(" ", 1)[0].rsplit(":", 1)[1]))
+
+
+def test_nothing_above_the_database_layer_holds_sessions_engines_or_db_classes() -> None:
+    """Above ``tssd/db/`` (``tssd/app.py`` and ``tssd/simulate/`` included) every book is
+    a port: the composition root gets them all from :mod:`tssd.db.books`. No module
+    imports SQLAlchemy, the session factory or an engine, or a class of db/ that is not an
+    interface or a frozen record, or reaches ``.sessions``, ``.engine``, ``.tally`` or
+    ``.statistics`` of a store; inside functions and under ``TYPE_CHECKING`` too."""
+    assert [hit for module in sorted(MODULES) for hit in _boundary_breaches(module)] == []
+
+
+def test_the_boundary_check_sees_every_kind_of_breach() -> None:
+    text = (
+        "import sqlalchemy.orm\n"
+        "from tssd.db.engine import session_factory\n"
+        "if TYPE_CHECKING:\n    from tssd.db.store import RequestStore\n"
+        "def f(store, services):\n"
+        "    store.sessions\n"
+        "    services.store.engine\n"
+        "    self._store.tally\n"
+        "    from tssd.db.memory import MemoryStore\n"
+        "    from tssd.db.engine import Sessions\n"
+        "from tssd.db.pages import ListFilter\n"
+        "from tssd.db.interface import RequestStoreInterface, MountBook\n"
+        "from tssd.db.books import Books, open_books\n"
+        "from tssd.db.engine import DatabaseError, is_transient\n"
+        "self.sessions.of('drive0').floor\n"
+        "runner.sessions.yielding()\n"
+        "store.submit\n"
+    )
+    found = _boundary_breaches("tssd.scheduler.intake", text)
+    assert [hit.split(" ", 1)[0] for hit in found] == [
+        f"tssd.scheduler.intake:{n}" for n in (1, 2, 4, 6, 7, 8, 9, 10)
+    ]
+    assert _boundary_breaches("tssd.db.books", text) == []

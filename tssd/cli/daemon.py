@@ -42,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="also accept recall destinations and migrate sources below DIR (repeatable); "
         "without any and without api.pool_roots only $TSSD_HOME/pools",
     )  # fmt: skip
+    serve.add_argument(
+        "--database", metavar="URL",
+        help="the database instead of database.url; memory:// keeps every row in the "
+        "daemon's memory (demonstrations and tests: nothing persists)",
+    )  # fmt: skip
     config = sub.add_parser("config", help="print every setting with its value, origin and meaning")
     config.add_argument(
         "--sample", action="store_true", help="every setting commented out at its default"
@@ -117,6 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             settings = with_pool_roots(settings, args.pool_root)
+            if args.database:
+                database = dataclasses.replace(settings.database, url=args.database)
+                settings = dataclasses.replace(settings, database=database)
+                origin = {**origin, "database.url": "--database"}
             log.info(
                 "config.effective",
                 **{k: v for k, v, _, _ in describe(settings, origin)},
@@ -193,22 +202,10 @@ async def _serve(settings: Settings) -> int:
 
 
 async def _db(settings: Settings, args: argparse.Namespace) -> int:
-    from tssd.db import schema
-    from tssd.db.engine import create_engine
+    from tssd.db.schema import administer
 
-    engine = create_engine(settings.database_url)
-    try:
-        if args.db_command == "upgrade":
-            await schema.upgrade(engine)
-            print(f"database at revision {await schema.current_revision(engine)}")
-        elif args.db_command == "downgrade":
-            await schema.downgrade(engine, args.revision)
-            print(f"database at revision {await schema.current_revision(engine)}")
-        else:
-            current = await schema.current_revision(engine)
-            print(f"database: {current or 'none'}  code: {schema.head_revision()}")
-    finally:
-        await engine.dispose()
+    revision = getattr(args, "revision", None)
+    print(await administer(settings.database_url, args.db_command, revision))
     return 0
 
 

@@ -14,7 +14,9 @@ class DatabaseSettings:
     url: str = field(
         default="sqlite+aiosqlite:///{home}/tssd.db",
         metadata=_doc(
-            "SQLAlchemy URL: sqlite+aiosqlite:///PATH (embedded) or postgresql+asyncpg://..."
+            "SQLAlchemy URL: sqlite+aiosqlite:///PATH (embedded) or postgresql+asyncpg://...; "
+            "or memory:// (demonstrations and tests: every row lives in the daemon's memory "
+            "and nothing persists; the sim backend)"
         ),
     )
     auto_init: bool = field(

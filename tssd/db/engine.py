@@ -24,8 +24,9 @@ from sqlalchemy.util import greenlet_spawn
 
 from tssd.errors import ConfigError
 
-# The names modules outside db/ use for the database's objects, so that none of them
-# imports SQLAlchemy (issue 19): an engine, a factory of sessions, a database error.
+# Short names for the database's objects: an engine and a factory of sessions (for db/
+# alone: above it nothing holds either, tssd.db.books hands out the ports), and the
+# database error, which the layers above catch without importing SQLAlchemy.
 Engine: TypeAlias = AsyncEngine
 Sessions: TypeAlias = async_sessionmaker[AsyncSession]
 DatabaseError = SQLAlchemyError
@@ -81,17 +82,24 @@ def _sqlite_pragmas(engine: AsyncEngine, busy_timeout_s: float) -> None:
         cursor.close()
 
 
-#: The database handle the daemon's wiring passes around (tssd.app imports no SQLAlchemy).
-Database: TypeAlias = AsyncEngine
+#: The database URL of a daemon whose every row lives in its memory and ends with it
+#: (:func:`tssd.db.books.memory_books`): for demonstrations and tests.
+MEMORY_URL = "memory://"
+
+
+def is_memory(url: str) -> bool:
+    """Whether *url* names the in-memory database; ``memory://`` with anything after it is
+    refused (a :class:`ConfigError`), so a mistyped path is not silently forgotten."""
+    if not url.startswith("memory:"):
+        return False
+    if url != MEMORY_URL:
+        raise ConfigError(f"database.url {url!r}: the in-memory database is {MEMORY_URL!r}")
+    return True
 
 
 def database_name(url: str) -> str:
     """The kind of database *url* names (sqlite, postgresql), as the logs show it."""
     return make_url(url).get_backend_name()
-
-
-#: What the layers above ``db/`` hold to reach the database: they pass it on to a store.
-SessionFactory = async_sessionmaker[AsyncSession]
 
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[Any]:

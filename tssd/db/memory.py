@@ -82,11 +82,17 @@ class MemoryStore(OperatorActions):
     :class:`~tssd.db.store.RequestStore`.
     """
 
-    def __init__(self, outcomes: Outcomes | None = None) -> None:
-        self.notifier = Notifier()
+    def __init__(
+        self,
+        outcomes: Outcomes | None = None,
+        *,
+        notifier: Notifier | None = None,
+        poll_ttl_s: float = 600.0,
+    ) -> None:
+        self.notifier = notifier if notifier is not None else Notifier()
         self.outcomes = outcomes
         self.work = WorkSignal()
-        self.polls = PollIndex()
+        self.polls = PollIndex(ttl_s=poll_ttl_s)
         self.instance: str | None = None
         self._rows: dict[int, dict[str, Any]] = {}
         #: (kind, key) -> id of its open request: the ``uq_requests_open_key`` index.

@@ -249,3 +249,32 @@ async def ensure_schema(engine: AsyncEngine, *, auto_init: bool) -> str:
         "not know: the database was upgraded by a newer tssd. Run that newer version, or "
         f"with the newer tssd run 'tssd db downgrade {head}' to use this one"
     )
+
+
+async def administer(url: str, action: str, revision: str | None = None) -> str:
+    """``tssd db ACTION`` on the database at *url*: ``upgrade`` (to the head),
+    ``downgrade`` (to *revision*) or ``current``; return the line to show.
+
+    ``memory://`` has no schema to change: the daemon makes its books at start, and
+    nothing of them persists.
+    """
+    from tssd.db.engine import create_engine, is_memory
+
+    if is_memory(url):
+        what = {"upgrade": "nothing to upgrade", "downgrade": "nothing to downgrade"}
+        return (
+            f"database.url is {url}: {what.get(action, 'no schema revision')} "
+            "(the daemon keeps every row in its memory, and nothing persists)"
+        )
+    engine = create_engine(url)
+    try:
+        if action == "upgrade":
+            await upgrade(engine)
+        elif action == "downgrade":
+            await downgrade(engine, revision or "")
+        else:
+            current = await current_revision(engine)
+            return f"database: {current or 'none'}  code: {head_revision()}"
+        return f"database at revision {await current_revision(engine)}"
+    finally:
+        await engine.dispose()

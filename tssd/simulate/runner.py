@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,9 +21,7 @@ from tssd.backends.sim.catalog_csv import import_csv
 from tssd.clock import inline
 from tssd.config import SchedulerSettings, Settings, SimSettings
 from tssd.config.queues import QueueSettings
-from tssd.db.engine import Engine, session_factory
-from tssd.db.sim_catalog import SimCatalogTables
-from tssd.db.throwaway import memory_engine
+from tssd.db.books import Books, Hooks, open_sql_books
 from tssd.domain import Kind, Request
 from tssd.files import CountingSink
 from tssd.scheduler.drives import MountRecord
@@ -106,36 +106,32 @@ async def run_campaign(options: Options, arrivals: Sequence[Arrival], catalog_te
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tssd-sim-") as tmp:
         settings = simulation_settings(options, Path(tmp))
-        engine = await _memory_database()
-        try:
-            # Tapes of the campaign's profile: its capacity sets the wrap geometry, which
-            # the library's locates, the scheduler's RAO and the lower bound all share.
-            capacity = get_profile(options.profile).capacity_bytes
-            await import_csv(
-                SimCatalogTables(_sessions(engine)),
-                io.StringIO(catalog_text),
-                replace=True,
-                capacity=capacity,
-            )
-            progress = Progress(Outcome(arrivals=arrivals))
-            wiring = Wiring(
-                clock=LoopClock(), sink_for=counting_sink, policy=get_policy(options.policy),
-                offload=inline, on_finished=(progress.finished,),
-            )  # fmt: skip
-            async with build_services(settings, wiring, engine) as services:
-                outcome = await _drive(services, options, arrivals, progress)
-        finally:
-            await engine.dispose()
+        progress = Progress(Outcome(arrivals=arrivals))
+        wiring = Wiring(
+            clock=LoopClock(), sink_for=counting_sink, policy=get_policy(options.policy),
+            offload=inline, on_finished=(progress.finished,),
+        )  # fmt: skip
+        books = functools.partial(_books, settings, options.profile, catalog_text)
+        async with build_services(settings, wiring, books) as services:
+            outcome = await _drive(services, options, arrivals, progress)
     outcome.wall_s = time.perf_counter() - started
     return outcome
 
 
-async def _memory_database() -> Engine:
-    return await memory_engine(inline_sqlite_creator(":memory:"))
-
-
-def _sessions(engine: Engine) -> Any:
-    return session_factory(engine)
+@asynccontextmanager
+async def _books(
+    settings: Settings, profile: str, catalog_text: str, hooks: Hooks
+) -> AsyncIterator[Books]:
+    """The books on a throw-away SQLite in memory, the campaign's catalog imported."""
+    connector = inline_sqlite_creator(":memory:")
+    async with open_sql_books(settings, hooks, throwaway=connector) as books:
+        # Tapes of the campaign's profile: its capacity sets the wrap geometry, which
+        # the library's locates, the scheduler's RAO and the lower bound all share.
+        capacity = get_profile(profile).capacity_bytes
+        await import_csv(
+            books.catalogs.sim(), io.StringIO(catalog_text), replace=True, capacity=capacity
+        )
+        yield books
 
 
 class Progress:
