@@ -290,7 +290,7 @@ def summary(chunks: list[dict[str, Any]], elapsed: float) -> dict[str, Any]:
     }
 
 
-def at_depth(d: Daemon, files: Files, report: dict[str, Any]) -> None:
+def at_depth(d: Daemon, files: Files, report: dict[str, Any], *, polls: bool = True) -> None:
     middle = d.id_of(pnfsid(files.last))
     timed = {}
     for label, argv in (
@@ -308,8 +308,10 @@ def at_depth(d: Daemon, files: Files, report: dict[str, Any]) -> None:
             "cpu_s": round(statistics.median(used for _, used in runs), 3),
         }
     report["at_depth_tssctl"] = timed
-    report["poll_get_at_depth"] = poll_gets(d, files, POLL_CALLS)
     report["rss_mb_at_depth"] = round(d.rss_mb())
+    if not polls:
+        return
+    report["poll_get_at_depth"] = poll_gets(d, files, POLL_CALLS)
     # Right after a bulk intake tssd is still locating its backlog (which tape copy each
     # recall reads), and the poll shares two cores with that; once it is located the
     # queue is what a pool's polls meet day to day. Both are reported.
@@ -483,36 +485,76 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
 def views_of(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     """The at-depth figures again, on a copy of a database a ``--keep`` run left (the same
     ``--catalog`` and ``--requests``), with this tree's tssd: the views and the poll-mode
-    get at depth, then the same get once the copy's open requests are cancelled (an empty
-    queue on the same catalog and history)."""
+    get at depth. The same get on an empty queue: with ``--empty-from`` (the history
+    database of ``--save-history``) on a second daemon over a copy of it, running beside
+    the first, the calls alternating between the two (``poll_paired``); without it, once
+    the copy's open requests are cancelled (which leaves a million dead index entries
+    behind with autovacuum off: an empty queue that is not a new one)."""
     admin = PG_ADMIN if args.db == "postgres" else args.db
-    name = f"tssd_fdv_{secrets.token_hex(4)}"
-    asyncio.run(pg_execute(admin, f'CREATE DATABASE "{name}" TEMPLATE "{args.views_of}"'))
-    plain = f"{admin.rsplit('/', 1)[0]}/{name}"
-    url = plain.replace("postgresql://", "postgresql+asyncpg://", 1)
-    dest = root / "dest"
-    dest.mkdir()
-    d = Daemon(root, url, sim_env(args))
+    copies = [copy_database(admin, args.views_of)]
+    d = Daemon(root, copies[0][1], sim_env(args))
     report: dict[str, Any] = {"views_of": args.views_of, "requests": args.requests}
-    files = Files(args.catalog, dest)
-    # The run handed out POLL_CALLS, then --requests, then POLL_CALLS more files: new
+    files = Files(args.catalog, root / "dest")
+    files.dest.mkdir()
+    # The run handed out POLL_CALLS, then --requests, then 2 x POLL_CALLS more files: new
     # ones for the calls here (a file already asked for would attach, not create).
-    files.take(2 * POLL_CALLS + args.requests)
+    files.take(3 * POLL_CALLS + args.requests)
     try:
         d.home.mkdir(parents=True, exist_ok=True)
         report["start_s"] = round(d.start(), 1)
-        at_depth(d, files, report)
-        d.stop()
-        cancelled = asyncio.run(cancel_open(plain))
-        report["cancelled_for_empty"] = cancelled
-        d.start()
-        report["poll_get_empty"] = poll_gets(d, files, POLL_CALLS)
-        ratios(report)
+        at_depth(d, files, report, polls=not args.empty_from)
+        if args.empty_from:
+            copies.append(copy_database(admin, args.empty_from))
+            # The same pool root as the first daemon: the calls' files go to one place.
+            env = {**sim_env(args), "TSSD_API_POOL_ROOTS": str(root)}
+            empty = Daemon(root / "empty", copies[1][1], env)
+            empty.home.mkdir(parents=True, exist_ok=True)
+            empty.start()
+            try:
+                # Up to the end of the catalog: each call at depth asks for a new file.
+                n = min(3 * POLL_CALLS, files.total - files.next)
+                report["poll_paired"] = paired(d, empty, files, n)
+            finally:
+                empty.stop()
+        else:
+            d.stop()
+            report["cancelled_for_empty"] = asyncio.run(cancel_open(copies[0][0]))
+            d.start()
+            report["poll_get_empty"] = poll_gets(d, files, POLL_CALLS)
+            ratios(report)
         report["load_average"] = os.getloadavg()
     finally:
         d.stop()
-        asyncio.run(pg_execute(admin, f'DROP DATABASE IF EXISTS "{name}"'))
+        for plain, _ in copies:
+            asyncio.run(pg_execute(admin, f'DROP DATABASE IF EXISTS "{plain.rsplit("/", 1)[1]}"'))
     return report
+
+
+def copy_database(admin: str, template: str) -> tuple[str, str]:
+    """A new PostgreSQL database copied from *template*: its plain URL and tssd's."""
+    name = f"tssd_fdv_{secrets.token_hex(4)}"
+    asyncio.run(pg_execute(admin, f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+    plain = f"{admin.rsplit('/', 1)[0]}/{name}"
+    return plain, plain.replace("postgresql://", "postgresql+asyncpg://", 1)
+
+
+def paired(depth: Daemon, empty: Daemon, files: Files, n: int) -> dict[str, Any]:
+    """*n* poll calls to each daemon, alternating, so that both meet the same machine:
+    the medians of each and the median of the per-pair ratios."""
+    # The empty daemon has no catalog: any pnfsid makes a new request there.
+    elsewhere = Files(10**9, files.dest)
+    elsewhere.take(files.total)
+    at, bare = [], []
+    for _ in range(n):
+        at.append(poll_gets(depth, files, 1)["median_s"])
+        bare.append(poll_gets(empty, elsewhere, 1)["median_s"])
+    ratio = statistics.median(a / b for a, b in zip(at, bare, strict=True))
+    return {
+        "depth": {"median_s": round(statistics.median(at), 4), "min_s": min(at)},
+        "empty": {"median_s": round(statistics.median(bare), 4), "min_s": min(bare)},
+        "pair_ratio_median": round(ratio, 2),
+        "calls": n,
+    }
 
 
 async def cancel_open(url: str) -> int:
@@ -559,6 +601,9 @@ def main() -> None:
                         help="make a database of tssd db upgrade and the --history rows "
                              "for --history-from (a SQLite file, or with --db PostgreSQL "
                              "a database of that name), and stop")  # fmt: skip
+    parser.add_argument("--empty-from", metavar="DATABASE",
+                        help="with --views-of: the empty queue is a second daemon on a "
+                             "copy of this history database (--save-history's)")  # fmt: skip
     parser.add_argument("--views-of", metavar="DATABASE",
                         help="PostgreSQL: only the at-depth figures, on a copy of DATABASE "
                              "that a --keep run left")  # fmt: skip
