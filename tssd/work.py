@@ -11,7 +11,8 @@ It sits in the base layer because the request store, below the scheduler, wakes 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from tssd.domain import Kind
@@ -43,6 +44,8 @@ class WorkSignal:
     def __init__(self) -> None:
         self._event = asyncio.Event()
         self._noted = NOTHING
+        #: The pools' calls in flight, which catching up on a backlog lets go first.
+        self.foreground = Foreground()
 
     # -- the other layers: what happened ----------------------------------------------
 
@@ -89,3 +92,44 @@ class WorkSignal:
 
     async def wait(self) -> None:
         await self._event.wait()
+
+
+class Foreground:
+    """The pools' single calls in flight (``tss-hsm``'s obtain, a submit of one request).
+
+    Work that only catches up (locating a backlog of recalls after a bulk intake) waits
+    for them before each of its batches, for at most a bound: a pool's call then shares
+    the database and the two cores with one batch at most, not with a stream of them,
+    and the backlog still moves while calls keep coming. A bulk submit is not a pool's
+    call: gating on it would only grow the backlog.
+    """
+
+    def __init__(self) -> None:
+        self._calls = 0
+        self._quiet = asyncio.Event()
+        self._quiet.set()
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        """One pool call in flight for the duration of the block."""
+        self._calls += 1
+        self._quiet.clear()
+        try:
+            yield
+        finally:
+            self._calls -= 1
+            if not self._calls:
+                self._quiet.set()
+
+    @property
+    def busy(self) -> bool:
+        return self._calls > 0
+
+    async def quiet(self, at_most_s: float) -> bool:
+        """Wait until no pool call is in flight, for at most *at_most_s* seconds; whether
+        it waited (no await at all when none is in flight)."""
+        if not self._calls:
+            return False
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._quiet.wait(), at_most_s)
+        return True

@@ -54,7 +54,7 @@ async def obtain_request(request: web.Request) -> web.Response:
     await check_paths_off_loop(svc, [spec])  # after the poll lookup: only new requests pay
     # Before the database: a call that would adopt a finished request is refused too,
     # and simply comes back (exit 72) after Retry-After.
-    with admission(request) as ticket:
+    with svc.scheduler.work.foreground.call(), admission(request) as ticket:
         found = await svc.store.obtain(spec, adopt_finished=adopt == "finished")
         ticket.created = int(found.created)
     if not found.created and found.row.state in OPEN_STATES:

@@ -51,7 +51,7 @@ async def submit(request: web.Request) -> web.Response:
     )
     check_storage_classes(svc, [spec])
     await check_paths_off_loop(svc, [spec])
-    with admission(request) as ticket:
+    with svc.scheduler.work.foreground.call(), admission(request) as ticket:
         [(created, row)] = await svc.store.submit([spec])
         ticket.created = int(created)
     if not created:

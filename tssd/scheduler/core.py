@@ -45,6 +45,9 @@ from tssd.work import Noted, WorkSignal
 log = structlog.get_logger()
 #: Loop seconds a pass spends locating before it chooses (:meth:`Scheduler._locate_all`).
 LOCATE_PASS_S = 1.0
+#: Longest wait of a locate batch for the pools' calls in flight: the backlog moves on
+#: while calls keep arriving.
+FOREGROUND_WAIT_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -281,7 +284,11 @@ class Scheduler:
             self.intake.expect_recalls()
         loop = asyncio.get_running_loop()
         until = loop.time() + self.locate_pass_s
-        while await self.intake.locate_recalls(self.reservations.volumes) >= self.intake.batch:
+        while True:
+            # A pool's call in flight goes first (tssd.work.Foreground), for a moment.
+            await self.work.foreground.quiet(FOREGROUND_WAIT_S)
+            if await self.intake.locate_recalls(self.reservations.volumes) < self.intake.batch:
+                return
             if loop.time() >= until:
                 self.work.nudge()
                 return
