@@ -101,14 +101,25 @@ def pg_url() -> Iterator[str]:
     )
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("sqlite", id="sqlite"),
-        pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
-    ]
-)
+#: The databases a ``db_url`` test runs on. ``TSSD_TEST_DATABASES=memory pytest
+#: tests/acceptance`` runs every daemon of the acceptance suite on the in-memory store
+#: (``memory://``); a test marked ``persistent`` (it restarts tssd and expects what it
+#: recorded) is skipped there.
+DATABASES = {
+    "sqlite": pytest.param("sqlite", id="sqlite"),
+    "postgres": pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+    "memory": pytest.param("memory", id="memory"),
+}
+CHOSEN = os.environ.get("TSSD_TEST_DATABASES", "sqlite,postgres").split(",")
+
+
+@pytest.fixture(params=[DATABASES[name.strip()] for name in CHOSEN])
 def db_url(request: pytest.FixtureRequest) -> str:
     """A fresh, empty database: the test runs once on SQLite and once on PostgreSQL."""
+    if request.param == "memory":
+        if request.node.get_closest_marker("persistent"):
+            pytest.skip("memory:// keeps nothing across a restart")
+        return "memory://"
     fixture = "sqlite_url" if request.param == "sqlite" else "pg_url"
     url: str = request.getfixturevalue(fixture)
     return url

@@ -18,6 +18,7 @@ from crash_campaign import Node, run_campaign
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
+@pytest.mark.persistent
 def test_random_kills_lose_nothing_and_write_nothing_twice(tmp_path: Path, db_url: str) -> None:
     node = Node(home=tmp_path / "home", db_url=db_url)
     node.start()

@@ -181,6 +181,7 @@ def slow_recall_setup(daemon: Daemon, tmp_path: Path) -> tuple[list[str], Path, 
     return [*get_args(pid, dest, path.stat().st_size, adler, uri), *options(daemon)], path, dest
 
 
+@pytest.mark.persistent
 def test_blocking_get_survives_a_tssd_restart(daemon: Daemon, tmp_path: Path) -> None:
     args, path, dest = slow_recall_setup(daemon, tmp_path)
     proc = start_get(daemon, args)

@@ -146,6 +146,7 @@ def catalog_copies(daemon: Daemon) -> Counter[str]:
     return Counter(row["pnfsid"] for row in rows)
 
 
+@pytest.mark.persistent
 def test_80_puts_and_80_gets_ride_through_three_sigkills(daemon: Daemon, tmp_path: Path) -> None:
     daemon.extra_env.update(TSSD_SIM_TIME_SCALE="0.01")
     daemon.start()
@@ -233,6 +234,7 @@ def test_reissued_put_after_its_copy_was_removed_writes_again(
     assert len(daemon.requests(kind="migrate")) == 2
 
 
+@pytest.mark.persistent
 def test_block_mode_get_issued_while_tssd_restarts_three_times(
     daemon: Daemon, tmp_path: Path
 ) -> None:

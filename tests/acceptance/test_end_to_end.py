@@ -141,6 +141,7 @@ def test_concurrent_gets_of_one_file_share_one_request(daemon: Daemon, tmp_path:
     assert (dest / pid).read_bytes() == path.read_bytes()
 
 
+@pytest.mark.persistent
 def test_kill_9_during_recalls_loses_nothing(daemon: Daemon, tmp_path: Path) -> None:
     # Slow hardware so that recalls are surely in flight when tssd is killed.
     daemon.extra_env["TSSD_SIM_TIME_SCALE"] = "0.002"

@@ -20,6 +20,7 @@ def queues(daemon: Daemon) -> dict[str, Any]:
     return {q["name"]: q for q in json.loads(res.stdout)["queues"]}
 
 
+@pytest.mark.persistent
 @pytest.mark.timeout(180)
 def test_config_seeds_queues_and_wins_after_a_restart(tmp_path: Path, db_url: str) -> None:
     config = tmp_path / "tssd.toml"

@@ -44,6 +44,7 @@ def sparse_catalog() -> tuple[str, list[str]]:
     return HEADER + "\n".join(rows) + "\n", wanted
 
 
+@pytest.mark.persistent
 def test_sigterm_while_reading_exits_within_grace_and_unload_bound(
     daemon: Daemon, tmp_path: Path
 ) -> None:
