@@ -13,7 +13,6 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 import pytest
 from store_contract import STORES, activate, end, open_store, recall, submit
@@ -92,10 +91,6 @@ class Library:
             assert await self.store.finish(request_id, "read")
 
 
-def _no_scope(column: Any) -> list[Any]:
-    return []
-
-
 @pytest.fixture(params=STORES)
 async def lib(request: pytest.FixtureRequest) -> AsyncIterator[Library]:
     async with open_store(request) as store:
@@ -113,7 +108,7 @@ async def lib(request: pytest.FixtureRequest) -> AsyncIterator[Library]:
                 AdminStore(sessions, store.tally), ReportStore(sessions),
                 GaugeStore(sessions, store.tally),
             )  # fmt: skip
-        await library.book.reset_drives([Info("d0"), Info("d1"), Info("d2")], _no_scope)
+        await library.book.reset_drives([Info("d0"), Info("d1"), Info("d2")], None)
         yield library
 
 
