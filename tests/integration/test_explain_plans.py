@@ -101,7 +101,7 @@ async def _drive(services: Services, tmp_path: Path) -> None:
     await scheduler.schedule_once(full=True)
     await scheduler.chooser.resync()
     await store.requeue_active("test")
-    await refresh(services)
+    await refresh(services.gauges, services.metrics, services.settings.scheduler)
     await AdminStore(store.sessions).tape(volume)
     # Without the planner's index (fifo policy) the page's volumes come from the database.
     await AdminStore(store.sessions).tapes(100)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from tssd.config.sections import SchedulerSettings
 from tssd.db.admin import AdminStore
 from tssd.db.counts import Counts
 from tssd.db.engine import create_engine, session_factory
@@ -180,15 +180,10 @@ async def test_database_gauges(sessions: async_sessionmaker[Any]) -> None:
                        created_at=now - timedelta(seconds=100))]
         )  # fmt: skip
     metrics = Metrics()
-    services = SimpleNamespace(
-        gauges=GaugeStore(sessions, Counts(sessions)),
-        metrics=metrics,
-        settings=SimpleNamespace(
-            scheduler=SimpleNamespace(default_queue="default", mount_budget_per_day=2)
-        ),
-    )
+    gauges = GaugeStore(sessions, Counts(sessions))
+    scheduler = SchedulerSettings(default_queue="default", mount_budget_per_day=2)
     seen: set[str] = set()
-    await refresh(services, seen)  # type: ignore[arg-type]
+    await refresh(gauges, metrics, scheduler, seen)
 
     def sample(name: str, **labels: str) -> float | None:
         return metrics.registry.get_sample_value(name, labels)
@@ -201,5 +196,5 @@ async def test_database_gauges(sessions: async_sessionmaker[Any]) -> None:
     assert 100 <= (sample("tssd_queue_oldest_queued_seconds", queue="cms") or 0) < 200
     async with sessions.begin() as s:
         await s.execute(update(Request).values(state="done"))
-    await refresh(services, seen)  # type: ignore[arg-type]
+    await refresh(gauges, metrics, scheduler, seen)
     assert sample("tssd_queue_oldest_queued_seconds", queue="cms") == 0
