@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from test_sched_on_memory import Library, submit, whole_scheduler
 
 from tssd.db.memory import MemoryStore
-from tssd.scheduler import core
 from tssd.work import Foreground
 
 
@@ -36,14 +35,13 @@ async def test_quiet_does_not_wait_without_a_call_and_waits_for_the_last_one() -
     await asyncio.gather(*calls)
 
 
-async def test_quiet_waits_at_most_its_bound() -> None:
+async def test_quiet_gives_up_on_a_call_that_stays_in_flight() -> None:
+    """The bound ends the wait: a call still in flight does not hold the backlog."""
     foreground = Foreground()
-    loop = asyncio.get_running_loop()
     with foreground.call():
-        begin = loop.time()
-        assert await foreground.quiet(0.05)
+        assert await foreground.quiet(0.01)
         assert foreground.busy
-    assert 0.04 <= loop.time() - begin < 5.0
+    assert not foreground.busy
 
 
 async def test_a_call_that_fails_leaves_the_foreground() -> None:
@@ -90,5 +88,4 @@ async def test_locating_waits_for_a_pool_call_in_flight_then_goes_on(
     [second] = await submit(memory_store, "00C2")
     await scheduler._locate_all(fresh=True)
     assert order == ["locate"] and (await memory_store.get(second)).volume == "V1"
-    assert core.FOREGROUND_WAIT_S <= 0.1  # a backlog never waits long for a call
     await scheduler.stop(1.0)
